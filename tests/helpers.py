@@ -1,0 +1,120 @@
+"""Start real server processes (ours or Debian's redis-server) on free ports for tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def redis_server_path() -> str | None:
+    """Debian's redis-server, when installed (compatibility tests compare against it)."""
+    return shutil.which("redis-server")
+
+
+class ServerProcess:
+    """A server process on a free loopback port, killed on stop().
+
+    kind is "xstreamd" (ours, `python -m server`) or "redis" (Debian's redis-server).
+    extra_args are passed as command-line options (`--name value` pairs).
+    """
+
+    def __init__(
+        self,
+        kind: str = "xstreamd",
+        extra_args: list[str] | None = None,
+        workdir: str | None = None,
+        port: int | None = None,
+    ) -> None:
+        self.kind = kind
+        self.port = port or free_port()
+        self.host = "127.0.0.1"
+        self.extra_args = list(extra_args or [])
+        self._own_dir = workdir is None
+        self.dir = workdir or tempfile.mkdtemp(prefix=f"{kind}-test-")
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = os.path.join(self.dir, "server.log")
+
+    def command(self) -> list[str]:
+        if self.kind == "redis":
+            exe = redis_server_path()
+            if exe is None:
+                raise RuntimeError("redis-server is not installed")
+            return [
+                exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                "--appendonly", "no", "--dir", self.dir, *self.extra_args,
+            ]
+        return [
+            sys.executable, "-m", "server", "--port", str(self.port), "--dir", self.dir,
+            *self.extra_args,
+        ]
+
+    def start(self, timeout: float = 15.0) -> ServerProcess:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child's lifetime
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        self.proc = subprocess.Popen(
+            self.command(), stdout=log, stderr=subprocess.STDOUT, cwd=self.dir, env=env
+        )
+        log.close()
+        self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"server exited early:\n{self.read_log()}")
+            try:
+                with socket.create_connection((self.host, self.port), timeout=0.5) as sock:
+                    sock.sendall(b"*1\r\n$4\r\nPING\r\n")
+                    if sock.recv(64).startswith((b"+PONG", b"-NOAUTH", b"-LOADING")):
+                        return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"server did not answer PING within {timeout}s:\n{self.read_log()}")
+
+    def read_log(self) -> str:
+        try:
+            with open(self.log_path, "rb") as fh:
+                return fh.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self, kill: bool = False, cleanup: bool = True) -> int | None:
+        code = None
+        if self.proc is not None and self.proc.poll() is None:
+            if kill:
+                self.proc.kill()
+            else:
+                self.proc.terminate()
+            try:
+                code = self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                code = self.proc.wait()
+        elif self.proc is not None:
+            code = self.proc.returncode
+        if cleanup and self._own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        return code
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
