@@ -1,0 +1,181 @@
+"""The batch reader and the streaming reader.
+
+Both split the work into ``RangeSpec`` partitions, ``(lo, hi]`` of one stream each,
+which executors read with XRANGE (or, in consumer-group mode, from the consumer's
+pending list). Readers hold options only; connections are opened where they are used.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import redis
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+from spark_connector import group as grp
+from spark_connector import ids, planning, streams
+from spark_connector import options as opt
+from spark_connector.convert import BatchBuilder
+from spark_connector.planning import Offsets, RangeSpec
+from spark_connector.range_read import read_range
+
+log = logging.getLogger("spark_connector")
+
+
+def _read_partition(
+    partition: InputPartition, ropts: opt.ReadOptions, builder: BatchBuilder
+) -> Iterator[pa.RecordBatch]:
+    spec = partition.value
+    if not isinstance(spec, RangeSpec):
+        return  # Spark's placeholder partition when there was nothing to plan
+    client = opt.client(ropts.conn)
+    for chunk in read_range(client, spec, ropts):
+        yield builder.build(spec.stream, chunk)
+
+
+class XStreamBatchReader(DataSourceReader):
+    """``spark.read.format("xstream")``: ``(startingOffsets, endingOffsets]`` per stream,
+    resolved when the query is planned."""
+
+    def __init__(self, ropts: opt.ReadOptions, builder: BatchBuilder) -> None:
+        self.ropts = ropts
+        self.builder = builder
+
+    def partitions(self) -> list[InputPartition]:
+        ropts = self.ropts
+        client = opt.client(ropts.conn)
+        start = planning.resolve_start(client, ropts.starting_offsets, ropts.streams)
+        end = planning.resolve_end(client, ropts.ending_offsets, start)
+        firsts = planning.first_ids(client, start, end) if ropts.partitions_per_stream > 1 else None
+        specs = planning.plan_ranges(start, end, ropts.partitions_per_stream, firsts)
+        return [InputPartition(spec) for spec in specs]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read_partition(partition, self.ropts, self.builder)
+
+
+class XStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """``spark.readStream.format("xstream")``: offsets ``{stream: last ID read}``.
+
+    Admission control: ``maxRecordsPerBatch`` becomes the default ReadMaxRows limit,
+    shared across the streams; Trigger.AvailableNow reads up to the last IDs seen when
+    the query started.
+    """
+
+    def __init__(self, ropts: opt.ReadOptions, builder: BatchBuilder) -> None:
+        self.ropts = ropts
+        self.builder = builder
+        self._target: Offsets | None = None
+        self._client: redis.Redis | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_client"] = None  # connections are never pickled
+        return state
+
+    @property
+    def client(self) -> redis.Redis:
+        if self._client is None:
+            self._client = opt.client(self.ropts.conn)
+        return self._client
+
+    # -- offsets ---------------------------------------------------------------------
+
+    def _initial(self, keys: list[str]) -> Offsets:
+        ropts = self.ropts
+        if not ropts.group:
+            return planning.resolve_start(self.client, ropts.starting_offsets, keys)
+        assert ropts.consumer is not None
+        wanted = planning.per_stream_spec(ropts.starting_offsets, keys)
+        out: Offsets = {}
+        for key in keys:
+            want = wanted[key]
+            create_at = {"earliest": "0", "latest": "$"}.get(want, want)
+            grp.ensure_group(self.client, key, ropts.group, create_at)
+            out[key] = grp.initial_position(self.client, key, ropts.group, ropts.consumer)
+        return out
+
+    def initialOffset(self) -> Offsets:  # noqa: N802 - Spark's name
+        return self._initial(list(self.ropts.streams))
+
+    def _current(self, start: Offsets) -> tuple[Offsets, Offsets]:
+        """``start`` restricted to the configured streams, plus the start positions of
+        streams added since the checkpoint (they join in the next batch)."""
+        known = {k: ids.normalize(v) for k, v in start.items() if k in self.ropts.streams}
+        added = [k for k in self.ropts.streams if k not in known]
+        return known, (self._initial(added) if added else {})
+
+    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
+        n = self.ropts.max_records_per_batch
+        return ReadMaxRows(n) if n else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
+        self._target = streams.last_ids(self.client, list(self.ropts.streams))
+
+    def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:  # noqa: N802
+        ropts = self.ropts
+        known, added = self._current(start)
+        if ropts.group:
+            # Spark plans a batch only after the previous one completed: everything up to
+            # start is processed, including the last batch of a previous run.
+            self._ack(known)
+        caps = self._target if self._target is not None else self._tails(list(known))
+        caps = {k: ids.id_max(caps.get(k, known[k]), known[k]) for k in known}
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        fetch: planning.FetchFn | None
+        if ropts.group:
+            assert ropts.consumer is not None
+            fetch = grp.claim_fetch(self.client, ropts.group, ropts.consumer)
+        elif max_rows is not None:
+            fetch = planning.xrange_fetch(self.client)
+        else:
+            fetch = None
+        end = planning.plan_end(known, caps, max_rows, fetch)
+        end.update(added)
+        return end
+
+    def _tails(self, keys: list[str]) -> Offsets:
+        return streams.last_ids(self.client, keys)
+
+    def reportLatestOffset(self) -> Offsets:  # noqa: N802
+        return self._tails(list(self.ropts.streams))
+
+    def partitions(self, start: Offsets, end: Offsets) -> list[InputPartition]:
+        specs = planning.plan_ranges(start, end, self.ropts.partitions_per_stream)
+        return [InputPartition(spec) for spec in specs]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read_partition(partition, self.ropts, self.builder)
+
+    # -- consumer group acknowledgements -------------------------------------------------
+
+    def _ack(self, done: Offsets) -> None:
+        ropts = self.ropts
+        assert ropts.group is not None and ropts.consumer is not None
+        for key, upto in done.items():
+            if key in ropts.streams:
+                grp.ack_upto(self.client, key, ropts.group, ropts.consumer, upto)
+
+    def commit(self, end: Offsets) -> None:
+        if self.ropts.group:
+            self._ack(end)
+
+    def stop(self) -> None:
+        # In group mode everything Spark has confirmed is already acknowledged; entries
+        # of a batch that may not have completed stay pending on purpose, so that a
+        # restart can replay them, and the restart's first planning call acks them.
+        if self._client is not None:
+            try:
+                self._client.close()
+            except Exception:  # closing is best effort
+                pass
+            self._client = None

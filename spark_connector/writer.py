@@ -1,0 +1,268 @@
+"""Writing rows as stream entries: batch and streaming, pipelined XADD.
+
+Each row becomes one ``XADD``: the target stream comes from the ``stream`` option or
+the ``streamColumn`` column, an explicit ID from ``idColumn`` (else ``*``), and every
+other column becomes a field (a map column contributes its pairs; nulls are left out).
+
+Idempotent writes (the default for streaming): a task buffers its rows and writes
+them in one MULTI/EXEC together with a marker in the hash ``<stream>:xstream-batch``,
+field ``<writer id>:<partition>``, value = the batch ID. Before writing, the task reads
+the markers (under WATCH when the server has it) and skips every stream whose marker
+already holds this batch or a later one. The writer id is Spark's query id, which is
+kept in the checkpoint, and the batch id comes from Spark, so a micro-batch that is
+retried - a failed task, or the whole batch after a driver restart - finds its markers
+and adds nothing twice.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import logging
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
+from pyspark.sql.types import MapType, StructType
+
+from spark_connector import options as opt
+
+log = logging.getLogger("spark_connector")
+
+MARKER_SUFFIX = ":xstream-batch"
+QUERY_ID_PROPERTY = "sql.streaming.queryId"
+BATCH_ID_PROPERTY = "streaming.sql.batchId"
+
+
+class WriteError(RuntimeError):
+    """The server refused some XADDs of a write task."""
+
+
+@dataclass
+class WriteResult(WriterCommitMessage):
+    written: int = 0
+    skipped_rows: int = 0  # rows with no non-null field
+    skipped_streams: list[str] = field(default_factory=list)  # already written (retry)
+
+
+def marker_key(stream: str) -> str:
+    return stream + MARKER_SUFFIX
+
+
+def _value(value: Any) -> bytes | str:
+    if isinstance(value, (bytes, str)):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, decimal.Decimal)):
+        return str(value)
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    return json.dumps(value, default=str, separators=(",", ":"))
+
+
+class RowLayout:
+    """Where the stream, the ID and the fields of a row are (from the input schema)."""
+
+    __slots__ = ("stream", "stream_index", "id_index", "fields")
+
+    def __init__(self, schema: StructType, wopts: opt.WriteOptions) -> None:
+        names = schema.fieldNames()
+        self.stream = wopts.stream
+        self.stream_index: int | None = None
+        if self.stream is None:
+            if wopts.stream_column not in names:
+                raise opt.OptionError(
+                    f"no target stream: set option stream, or give the rows a "
+                    f"{wopts.stream_column!r} column (option streamColumn)"
+                )
+            self.stream_index = names.index(wopts.stream_column)
+        self.id_index: int | None = None
+        if wopts.id_column is not None:
+            if wopts.id_column not in names:
+                raise opt.OptionError(f"idColumn {wopts.id_column!r} is not a column")
+            self.id_index = names.index(wopts.id_column)
+        skip = set(wopts.drop_columns)
+        if self.stream_index is not None:
+            skip.add(names[self.stream_index])
+        if self.id_index is not None:
+            skip.add(names[self.id_index])
+        # (index, name, is_map)
+        self.fields = [
+            (i, f.name, isinstance(f.dataType, MapType))
+            for i, f in enumerate(schema.fields)
+            if f.name not in skip
+        ]
+        if not self.fields:
+            raise opt.OptionError("no column is left to become an entry field")
+
+    def entry(self, row: Any) -> tuple[str, str, list[bytes | str]] | None:
+        """``(stream, id, [field, value, ...])`` for a row, None when it has no field."""
+        stream = self.stream if self.stream_index is None else row[self.stream_index]
+        if stream is None:
+            raise WriteError("a row has a null target stream")
+        entry_id = "*"
+        if self.id_index is not None and row[self.id_index] is not None:
+            entry_id = str(row[self.id_index])
+        pairs: list[bytes | str] = []
+        for index, name, is_map in self.fields:
+            value = row[index]
+            if value is None:
+                continue
+            if is_map:
+                for key, item in value.items():
+                    if item is not None:
+                        pairs.append(_value(key))
+                        pairs.append(_value(item))
+            else:
+                pairs.append(name)
+                pairs.append(_value(value))
+        if not pairs:
+            return None
+        return str(stream), entry_id, pairs
+
+
+def _raise_errors(results: list[Any], what: str) -> None:
+    errors = [r for r in results if isinstance(r, Exception)]
+    if errors:
+        raise WriteError(f"{len(errors)} of {len(results)} {what} failed; first: {errors[0]}")
+
+
+def write_pipelined(
+    client: redis.Redis, layout: RowLayout, wopts: opt.WriteOptions, rows: Iterator[Any]
+) -> WriteResult:
+    """Plain writes: XADD pipelined in chunks of ``batchSize``, no transaction."""
+    result = WriteResult()
+    trim = wopts.trim_args()
+    pipe = client.pipeline(transaction=False)
+    queued = 0
+    for row in rows:
+        entry = layout.entry(row)
+        if entry is None:
+            result.skipped_rows += 1
+            continue
+        stream, entry_id, pairs = entry
+        pipe.execute_command("XADD", stream, *trim, entry_id, *pairs)
+        queued += 1
+        if queued == wopts.batch_size:
+            _raise_errors(pipe.execute(raise_on_error=False), "XADDs")
+            result.written += queued
+            queued = 0
+    if queued:
+        _raise_errors(pipe.execute(raise_on_error=False), "XADDs")
+        result.written += queued
+    return result
+
+
+def write_once(
+    client: redis.Redis,
+    layout: RowLayout,
+    wopts: opt.WriteOptions,
+    rows: Iterator[Any],
+    marker_field: str,
+    batch_id: int,
+) -> WriteResult:
+    """Idempotent writes: one MULTI/EXEC per task, guarded by per-stream markers."""
+    result = WriteResult()
+    by_stream: dict[str, list[tuple[str, list[bytes | str]]]] = {}
+    for row in rows:
+        entry = layout.entry(row)
+        if entry is None:
+            result.skipped_rows += 1
+            continue
+        stream, entry_id, pairs = entry
+        by_stream.setdefault(stream, []).append((entry_id, pairs))
+    if not by_stream:
+        return result
+    keys = [marker_key(s) for s in by_stream]
+    trim = wopts.trim_args()
+    while True:
+        pipe = client.pipeline(transaction=True)
+        try:
+            pipe.watch(*keys)
+            reader: Any = pipe
+        except redis.ResponseError:  # a server without WATCH: check without the guard
+            pipe.reset()
+            reader = client
+        done = {s: reader.execute_command("HGET", marker_key(s), marker_field) for s in by_stream}
+        todo = [s for s, seen in done.items() if seen is None or int(seen) < batch_id]
+        result.skipped_streams = sorted(set(by_stream) - set(todo))
+        if not todo:
+            pipe.reset()
+            return result
+        pipe.multi()
+        count = 0
+        for stream in todo:
+            for entry_id, pairs in by_stream[stream]:
+                pipe.execute_command("XADD", stream, *trim, entry_id, *pairs)
+                count += 1
+            pipe.execute_command("HSET", marker_key(stream), marker_field, batch_id)
+        try:
+            results = pipe.execute(raise_on_error=False)
+        except redis.WatchError:
+            continue  # another attempt of this task wrote meanwhile: look again
+        _raise_errors(results, "XADDs in the transaction")
+        result.written = count
+        return result
+
+
+def _task_context() -> Any:
+    from pyspark import TaskContext
+
+    return TaskContext.get()
+
+
+class XStreamWriter(DataSourceWriter):
+    """Batch writes (``df.write.format("xstream")``)."""
+
+    def __init__(self, schema: StructType, wopts: opt.WriteOptions) -> None:
+        self.wopts = wopts
+        self.layout = RowLayout(schema, wopts)
+        # one id per write job, shared by its tasks: a retried task finds its markers
+        self.write_id = "write-" + uuid.uuid4().hex
+
+    def write(self, iterator: Iterator[Any]) -> WriteResult:
+        client = opt.client(self.wopts.conn)
+        if not self.wopts.idempotent:
+            return write_pipelined(client, self.layout, self.wopts, iterator)
+        ctx = _task_context()
+        part = ctx.partitionId() if ctx is not None else 0
+        return write_once(client, self.layout, self.wopts, iterator, f"{self.write_id}:{part}", 0)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        total = sum(m.written for m in messages if isinstance(m, WriteResult))
+        log.info("xstream batch write committed: %d entries", total)
+
+
+class XStreamStreamWriter(DataSourceStreamWriter):
+    """Streaming writes; idempotent per (query, batch, partition) unless disabled."""
+
+    def __init__(self, schema: StructType, wopts: opt.WriteOptions) -> None:
+        self.wopts = wopts
+        self.layout = RowLayout(schema, wopts)
+
+    def write(self, iterator: Iterator[Any]) -> WriteResult:
+        client = opt.client(self.wopts.conn)
+        if not self.wopts.idempotent:
+            return write_pipelined(client, self.layout, self.wopts, iterator)
+        ctx = _task_context()
+        query_id = ctx.getLocalProperty(QUERY_ID_PROPERTY) if ctx is not None else None
+        batch_id = ctx.getLocalProperty(BATCH_ID_PROPERTY) if ctx is not None else None
+        if query_id is None or batch_id is None:
+            raise WriteError("idempotent streaming write outside a streaming query task")
+        marker_field = f"{query_id}:{ctx.partitionId()}"
+        return write_once(client, self.layout, self.wopts, iterator, marker_field, int(batch_id))
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        total = sum(m.written for m in messages if isinstance(m, WriteResult))
+        log.info("xstream batch %d committed: %d entries", batchId, total)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        # Entries already added stay; the markers make the retry of this batch skip them.
+        log.warning("xstream batch %d aborted", batchId)

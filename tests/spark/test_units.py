@@ -1,0 +1,276 @@
+"""Connector pieces that need neither a JVM nor a server: IDs, planning, conversion."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("pyarrow")
+pytest.importorskip("pyspark")
+
+from pyspark.sql.types import (  # noqa: E402
+    DateType,
+    DecimalType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from spark_connector import ids  # noqa: E402
+from spark_connector.convert import DEFAULT_SCHEMA, BatchBuilder  # noqa: E402
+from spark_connector.options import OptionError, ReadOptions, WriteOptions  # noqa: E402
+from spark_connector.planning import Fetched, plan_end, plan_ranges  # noqa: E402
+from spark_connector.range_read import trimmed_past  # noqa: E402
+from spark_connector.streams import StreamInfo, parse_xinfo_stream  # noqa: E402
+from spark_connector.writer import RowLayout  # noqa: E402
+
+META = frozenset(("stream", "id", "ts", "fields"))
+
+# -- IDs ---------------------------------------------------------------------------------
+
+
+def test_parse_and_format_ids() -> None:
+    assert ids.parse_id("5-3") == (5, 3)
+    assert ids.parse_id(b"7") == (7, 0)
+    assert ids.normalize("12") == "12-0"
+    for bad in ("", "-", "1-", "-1", "a-1", "1-b", "1-+2", "+1-2", str(1 << 64)):
+        with pytest.raises(ValueError):
+            ids.parse_id(bad)
+
+
+def test_successor_and_predecessor_carry_across_milliseconds() -> None:
+    assert ids.successor("5-3") == "5-4"
+    assert ids.successor(f"5-{ids.MAX_U64}") == "6-0"
+    assert ids.successor(f"{ids.MAX_U64}-{ids.MAX_U64}") is None
+    assert ids.predecessor("6-0") == f"5-{ids.MAX_U64}"
+    assert ids.predecessor("5-4") == "5-3"
+    assert ids.predecessor("0-0") == "0-0"
+
+
+id_st = st.tuples(st.integers(0, 10**6), st.integers(0, 5)).map(ids.format_id)
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=id_st, b=id_st, parts=st.integers(1, 9), first=st.one_of(st.none(), id_st))
+def test_split_range_partitions_the_range_in_order(
+    a: str, b: str, parts: int, first: str | None
+) -> None:
+    lo, hi = sorted((a, b), key=ids.parse_id)
+    pieces = ids.split_range(lo, hi, parts, first)
+    if lo == hi:
+        assert pieces == []
+        return
+    assert 1 <= len(pieces) <= parts
+    assert pieces[0][0] == lo and pieces[-1][1] == hi
+    for (_, prev_hi), (next_lo, _) in zip(pieces, pieces[1:], strict=False):
+        assert prev_hi == next_lo  # adjacent: every ID falls in exactly one piece
+    for sub_lo, sub_hi in pieces:
+        assert ids.parse_id(sub_lo) < ids.parse_id(sub_hi)
+    assert ids.split_range(lo, hi, parts, first) == pieces  # deterministic
+
+
+def test_split_range_cuts_on_whole_milliseconds() -> None:
+    pieces = ids.split_range("999-5", "1009-0", 2, first="1000-0")
+    assert pieces == [("999-5", f"1004-{ids.MAX_U64}"), (f"1004-{ids.MAX_U64}", "1009-0")]
+
+
+def test_plan_ranges_marks_the_last_piece_of_each_stream() -> None:
+    specs = plan_ranges({"a": "0-0", "b": "5-0"}, {"a": "100-0", "b": "5-0"}, 3)
+    assert [s.stream for s in specs] == ["a", "a", "a"]
+    assert [s.open_end for s in specs] == [False, False, True]
+
+
+# -- admission control ----------------------------------------------------------------
+
+
+class FakeStreams:
+    """In-memory streams for plan_end: a sorted list of IDs per key."""
+
+    def __init__(self, contents: dict[str, list[str]]) -> None:
+        self.contents = contents
+        self.calls = 0
+
+    def fetch(self, requests: list[tuple[str, str, int]], caps: dict[str, str]) -> list[Fetched]:
+        self.calls += 1
+        out = []
+        for key, pos, count in requests:
+            after = [
+                i
+                for i in self.contents[key]
+                if ids.parse_id(pos) < ids.parse_id(i) <= ids.parse_id(caps[key])
+            ]
+            out.append(Fetched(after[:count], len(after) < count or len(after) == 0))
+        return out
+
+
+def _ids(n: int, ms0: int = 1) -> list[str]:
+    return [f"{ms0 + i}-0" for i in range(n)]
+
+
+def test_plan_end_shares_the_limit_and_gives_back_unused_budget() -> None:
+    fake = FakeStreams({"a": _ids(100), "b": _ids(3), "c": _ids(100)})
+    start = dict.fromkeys("abc", "0-0")
+    caps = {"a": "100-0", "b": "3-0", "c": "100-0"}
+    end = plan_end(start, caps, 30, fake.fetch)
+    taken = {k: len([i for i in fake.contents[k] if ids.parse_id(i) <= ids.parse_id(v)])
+             for k, v in end.items()}
+    assert sum(taken.values()) == 30
+    assert taken["b"] == 3 and end["b"] == "3-0"
+    assert abs(taken["a"] - taken["c"]) <= 1
+
+
+def test_plan_end_respects_caps_and_limit_smaller_than_stream_count() -> None:
+    fake = FakeStreams({"a": _ids(10), "b": _ids(10, ms0=50)})
+    start = {"a": "0-0", "b": "49-0"}
+    end = plan_end(start, {"a": "5-0", "b": "59-0"}, 1, fake.fetch)
+    # one entry in total, from the stream that is furthest behind
+    assert end == {"a": "1-0", "b": "49-0"}
+    end_all = plan_end(start, {"a": "5-0", "b": "59-0"}, None, fake.fetch)
+    assert end_all == {"a": "5-0", "b": "59-0"}
+
+
+def test_plan_end_without_probe_jumps_to_caps() -> None:
+    assert plan_end({"a": "1-0", "b": "9-0"}, {"a": "7-0", "b": "9-0"}, None, None) == {
+        "a": "7-0",
+        "b": "9-0",
+    }
+
+
+# -- data loss rule --------------------------------------------------------------------
+
+
+def _info(first: str | None, deleted: str) -> StreamInfo:
+    return StreamInfo(length=1, first_id=first, last_generated_id="100-0", max_deleted_id=deleted)
+
+
+def test_trimming_past_the_position_is_loss_but_xdel_holes_are_not() -> None:
+    assert trimmed_past("5-0", "50-0", True, _info("20-0", "19-0")) == "19-0"
+    assert trimmed_past("5-0", "50-0", True, _info(None, "60-0")) == "60-0"  # all trimmed
+    assert trimmed_past("20-0", "50-0", True, _info("20-0", "19-0")) is None  # already read
+    assert trimmed_past("5-0", "50-0", True, _info("1-0", "30-0")) is None  # XDEL hole
+    assert trimmed_past("5-0", "50-0", True, None) is None  # missing stream
+    # a trim reaching past a middle sub-range is reported by the later one
+    assert trimmed_past("5-0", "10-0", False, _info("30-0", "29-0")) is None
+    assert trimmed_past("5-0", "10-0", False, _info("9-0", "8-0")) == "8-0"
+
+
+def test_parse_xinfo_stream_flat_reply() -> None:
+    reply = [b"length", 2, b"last-generated-id", b"9-0", b"max-deleted-entry-id", b"3-0",
+             b"first-entry", [b"4-0", [b"a", b"1"]], b"last-entry", [b"9-0", [b"a", b"2"]]]
+    assert parse_xinfo_stream(reply) == StreamInfo(2, "4-0", "9-0", "3-0")
+
+
+# -- options -----------------------------------------------------------------------------
+
+
+def test_read_options_defaults_and_errors() -> None:
+    batch = ReadOptions.parse({"streams": "a, b", "PORT": "7000"}, streaming=False)
+    assert batch.streams == ("a", "b") and batch.conn.port == 7000
+    assert batch.starting_offsets == "earliest" and batch.ending_offsets == "latest"
+    stream = ReadOptions.parse({"streams": "a"}, streaming=True)
+    assert stream.starting_offsets == "latest" and stream.fail_on_data_loss
+    from_json = ReadOptions.parse({"startingOffsets": '{"x": "5", "y": "$"}'}, streaming=True)
+    assert from_json.streams == ("x", "y")
+    for bad in (
+        {},
+        {"streams": "a,a"},
+        {"streams": "a", "startingOffsets": "nope"},
+        {"streams": "a", "startingOffsets": '{"b": "1-0"}'},
+        {"streams": "a", "startingOffsets": '{"a": "x-1"}'},
+        {"streams": "a", "maxRecordsPerBatch": "0"},
+        {"streams": "a", "consumer": "c"},
+        {"streams": "a", "failOnDataLoss": "maybe"},
+    ):
+        with pytest.raises(OptionError):
+            ReadOptions.parse(bad, streaming=True)
+    with pytest.raises(OptionError):
+        ReadOptions.parse({"streams": "a", "group": "g"}, streaming=False)
+
+
+def test_write_options_trim_arguments() -> None:
+    assert WriteOptions.parse({"maxlen": "10"}, streaming=False).trim_args() == ["MAXLEN", "~", 10]
+    exact = WriteOptions.parse({"minid": "5", "approximate": "false"}, streaming=True)
+    assert exact.trim_args() == ["MINID", "5-0"] and exact.idempotent
+    with pytest.raises(OptionError):
+        WriteOptions.parse({"maxlen": "1", "minid": "2-0"}, streaming=False)
+
+
+# -- conversion --------------------------------------------------------------------------
+
+
+ENTRIES = [
+    [b"1700000000123-0", [b"n", b"7", b"price", b"2.5", b"when", b"2024-01-02T03:04:05Z"]],
+    [b"1700000000124-1", [b"n", b"oops", b"day", b"2024-02-29", b"bad\xff", b"x"]],
+]
+
+
+def test_default_schema_batch() -> None:
+    batch = BatchBuilder(DEFAULT_SCHEMA, META).build("orders", ENTRIES)
+    rows = batch.to_pylist()
+    assert rows[0]["stream"] == "orders" and rows[1]["id"] == "1700000000124-1"
+    assert rows[0]["ts"] == dt.datetime(2023, 11, 14, 22, 13, 20, 123000, tzinfo=dt.UTC)
+    assert dict(rows[0]["fields"]) == {"n": "7", "price": "2.5", "when": "2024-01-02T03:04:05Z"}
+    assert dict(rows[1]["fields"])["bad\ufffd"] == "x"  # invalid UTF-8 is replaced
+
+
+def test_user_schema_casts_fields_and_nulls_missing_or_bad_values() -> None:
+    schema = StructType(
+        [
+            StructField("id", StringType()),
+            StructField("ts", LongType()),
+            StructField("n", IntegerType()),
+            StructField("price", DecimalType(10, 2)),
+            StructField("when", TimestampType()),
+            StructField("day", DateType()),
+            StructField("absent", DoubleType()),
+        ]
+    )
+    rows = BatchBuilder(schema, META).build("s", ENTRIES).to_pylist()
+    assert rows[0]["ts"] == 1700000000123
+    assert rows[0]["n"] == 7 and rows[1]["n"] is None
+    assert rows[0]["price"] == decimal.Decimal("2.50")
+    assert rows[0]["when"] == dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+    assert rows[1]["day"] == dt.date(2024, 2, 29)
+    assert rows[0]["absent"] is None
+
+
+def test_metadata_columns_can_be_turned_into_fields() -> None:
+    schema = StructType([StructField("id", StringType()), StructField("n", StringType())])
+    rows = BatchBuilder(schema, frozenset()).build("s", [[b"1-0", [b"id", b"A", b"n", b"1"]]])
+    assert rows.to_pylist() == [{"id": "A", "n": "1"}]
+    with pytest.raises(TypeError):
+        BatchBuilder(StructType([StructField("fields", StringType())]), META)
+    with pytest.raises(TypeError):
+        BatchBuilder(StructType([StructField("x", MapType(StringType(), IntegerType()))]), META)
+
+
+# -- write layout ------------------------------------------------------------------------
+
+
+def test_row_layout_turns_columns_into_fields() -> None:
+    schema = StructType(
+        [
+            StructField("stream", StringType()),
+            StructField("eid", StringType()),
+            StructField("n", IntegerType()),
+            StructField("extra", MapType(StringType(), StringType())),
+            StructField("skip", StringType()),
+            StructField("none", StringType()),
+        ]
+    )
+    wopts = WriteOptions.parse({"idColumn": "eid", "dropColumns": "skip"}, streaming=False)
+    layout = RowLayout(schema, wopts)
+    row = ("out", "5-1", 3, {"k": "v", "z": None}, "dropped", None)
+    assert layout.entry(row) == ("out", "5-1", ["n", "3", "k", "v"])
+    assert layout.entry(("out", None, None, None, "x", None)) is None
+    with pytest.raises(OptionError):
+        RowLayout(StructType([StructField("n", IntegerType())]), wopts)
