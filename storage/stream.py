@@ -1,0 +1,472 @@
+"""A stream: a rax from each node's 16-byte master ID key to a listpack node,
+exactly Redis's t_stream.c layout (see stream_node.py for the bytes).
+
+Entries are never Python objects: appending encodes the entry's elements once
+and appends them to the tail listpack; reading decodes them on the fly
+(stream_iter.py).  Trimming lives in stream_trim.py.
+
+Fields are passed and returned as flat lists ``[f1, v1, f2, v2, ...]`` of
+bytes; duplicate field names are allowed.  IDs are ``(ms, seq)`` tuples.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
+
+from storage.listpack import HEADER_SIZE, Listpack, decode_element
+from storage.rax import Rax
+from storage.stream_id import (
+    MAX_ID,
+    MIN_ID,
+    UINT64_MAX,
+    StreamID,
+    id_to_key,
+    incr_id,
+    key_to_id,
+)
+from storage.stream_iter import Entry, Locate, decode_fields, iter_backward, iter_forward
+from storage.stream_node import (
+    FLAG_DELETED,
+    MAX_NODE_BYTES,
+    NodeLocator,
+    StreamCorruption,
+    check_node,
+    encode_entry,
+    encode_master,
+    entry_id_at,
+    read_master,
+    set_master_counts,
+    skip_entry_body,
+)
+
+__all__ = [
+    "MSG_EXHAUSTED",
+    "MSG_ID_TOO_SMALL",
+    "MSG_ID_ZERO",
+    "MSG_TOO_LARGE",
+    "Stream",
+    "StreamCorruption",
+    "StreamError",
+    "StreamIDError",
+]
+
+MSG_ID_ZERO = "ERR The ID specified in XADD must be greater than 0-0"
+MSG_ID_TOO_SMALL = (
+    "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+)
+MSG_EXHAUSTED = "ERR The stream has exhausted the last possible ID, unable to add more items"
+MSG_TOO_LARGE = "ERR Elements are too large to be stored"
+
+_I64_MIN = -(2**63)
+_I64_MAX = 2**63 - 1
+_TWO64 = 2**64
+_M64 = UINT64_MAX
+
+
+class StreamError(ValueError):
+    """A stream operation refused; ``str(err)`` is Redis's exact error text."""
+
+
+class StreamIDError(StreamError):
+    """XADD's ID is not acceptable (0-0, not above the top item, exhausted)."""
+
+
+class Stream:
+    """Public state (read freely, write only through methods except where noted):
+
+    ``length`` live entries; ``last_id`` the last ID ever added (or XSETID);
+    ``first_id`` of the first live entry (MIN_ID when empty);
+    ``max_deleted_entry_id`` the largest ID removed by delete(); ``entries_added``
+    ever; ``cgroups`` / ``cgroups_ref``: None until the consumer-group module
+    creates them (it owns their contents).
+    """
+
+    __slots__ = (
+        "rax",
+        "length",
+        "last_id",
+        "first_id",
+        "max_deleted_entry_id",
+        "entries_added",
+        "cgroups",
+        "cgroups_ref",
+        # Tail node cache, so XADD does not seek the rax.  _tail is None when
+        # unknown; anything that changes the tail node's counts resets it.
+        "_tail",
+        "_tail_master",
+        "_tail_names",
+        "_tail_count",
+        "_tail_total",
+        "_locator",  # NodeLocator, created on the first lookup inside a node
+    )
+
+    def __init__(self) -> None:
+        self.rax = Rax()
+        self.length = 0
+        self.last_id: StreamID = MIN_ID
+        self.first_id: StreamID = MIN_ID
+        self.max_deleted_entry_id: StreamID = MIN_ID
+        self.entries_added = 0
+        self.cgroups: Rax | None = None
+        self.cgroups_ref: Rax | None = None
+        self._tail: Listpack | None = None
+        self._tail_master: StreamID = MIN_ID
+        self._tail_names: list[bytes] = []
+        self._tail_count = 0  # live entries in the tail node
+        self._tail_total = 0  # live + deleted entries in the tail node
+        self._locator: NodeLocator | None = None
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __repr__(self) -> str:
+        return (
+            f"<Stream length={self.length} nodes={len(self.rax)} "
+            f"last_id={self.last_id[0]}-{self.last_id[1]}>"
+        )
+
+    # --- appending ------------------------------------------------------------
+
+    def _load_tail(self) -> Listpack | None:
+        last = self.rax.last()
+        if last is None:
+            self._tail = None
+            return None
+        key, lp = last
+        count, deleted, names, _ = read_master(lp.buf)  # type: ignore[union-attr]
+        self._tail = lp  # type: ignore[assignment]
+        self._tail_master = key_to_id(key)
+        self._tail_names = names
+        self._tail_count = count
+        self._tail_total = count + deleted
+        return lp  # type: ignore[return-value]
+
+    def _locate(self) -> Locate:
+        loc = self._locator
+        if loc is None:
+            loc = self._locator = NodeLocator()
+        return loc.locate
+
+    def _node_changed(self, lp: Listpack) -> None:
+        """A node's counts changed (or it was removed) outside append()."""
+        if lp is self._tail:
+            self._tail = None
+
+    def next_id(
+        self, id_spec: StreamID | None = None, seq_given: bool = True, now_ms: int | None = None
+    ) -> StreamID:
+        """The ID append() would give the entry, or raise StreamIDError (as
+        xaddCommand + streamAppendItem check, in their order)."""
+        last = self.last_id
+        if id_spec is None:
+            if last == MAX_ID:
+                raise StreamIDError(MSG_EXHAUSTED)
+            if now_ms is None:
+                now_ms = time.time_ns() // 1_000_000
+            elif not 0 <= now_ms <= _M64:
+                raise ValueError("now_ms out of range")
+            return (now_ms, 0) if now_ms > last[0] else incr_id(last)
+        if not (0 <= id_spec[0] <= _M64 and 0 <= id_spec[1] <= _M64):
+            raise ValueError("stream ID out of range")
+        if seq_given and id_spec[0] == 0 and id_spec[1] == 0:
+            raise StreamIDError(MSG_ID_ZERO)
+        if last == MAX_ID:
+            raise StreamIDError(MSG_EXHAUSTED)
+        if seq_given:
+            new = (id_spec[0], id_spec[1])
+        elif id_spec[0] == last[0]:
+            if last[1] == UINT64_MAX:
+                raise StreamIDError(MSG_ID_TOO_SMALL)
+            new = (last[0], last[1] + 1)
+        else:
+            new = (id_spec[0], 0)
+        if new <= last:
+            raise StreamIDError(MSG_ID_TOO_SMALL)
+        return new
+
+    def append(
+        self,
+        fields: list[bytes],
+        id_spec: StreamID | None = None,
+        seq_given: bool = True,
+        now_ms: int | None = None,
+        max_bytes: int = 4096,
+        max_entries: int = 100,
+    ) -> StreamID:
+        """Add an entry (streamAppendItem) and return its ID.
+
+        ``id_spec`` None means ``*``; with ``seq_given`` False it is ``ms-*``.
+        ``now_ms`` defaults to the wall clock.  ``max_bytes`` /
+        ``max_entries`` are stream-node-max-bytes / -entries (0 = 1 GiB / no
+        limit).  Raises StreamIDError / StreamError with Redis's texts."""
+        nitems = len(fields)
+        if nitems < 2 or nitems & 1:
+            raise ValueError("fields must be a non-empty flat list of field/value pairs")
+        new = self.next_id(id_spec, seq_given, now_ms)
+        elelen = sum(map(len, fields))
+        if elelen > MAX_NODE_BYTES:
+            raise StreamError(MSG_TOO_LARGE)
+
+        tail = self._tail
+        if tail is None and self.length:
+            tail = self._load_tail()
+        if tail is not None:
+            node_max = max_bytes if 0 < max_bytes <= MAX_NODE_BYTES else MAX_NODE_BYTES
+            if len(tail.buf) + elelen >= node_max or (
+                max_entries and self._tail_total >= max_entries
+            ):
+                tail.buf = bytearray(tail.buf)  # shrink to fit, as lpShrinkToFit
+                tail = None
+
+        names = fields[0::2]
+        if tail is None:
+            head, nhead = encode_master(names)
+            body, nbody = encode_entry(fields, 0, 0, True)
+            lp = Listpack()
+            lp.append_encoded(head + body, nhead + nbody)
+            self.rax.insert(id_to_key(new), lp)
+            self._tail = lp
+            self._tail_master = new
+            self._tail_names = names
+            self._tail_count = 1
+            self._tail_total = 1
+        else:
+            master = self._tail_master
+            ms_diff = new[0] - master[0]
+            if ms_diff > _I64_MAX:
+                ms_diff -= _TWO64
+            seq_diff = new[1] - master[1]
+            if not _I64_MIN <= seq_diff <= _I64_MAX:
+                seq_diff &= _M64
+                if seq_diff > _I64_MAX:
+                    seq_diff -= _TWO64
+            body, nbody = encode_entry(fields, ms_diff, seq_diff, names == self._tail_names)
+            count = self._tail_count + 1
+            buf = tail.buf
+            if count < 128 and buf[HEADER_SIZE] < 0x80:
+                buf[HEADER_SIZE] = count  # 7-bit uint stays 7-bit: rewrite in place
+            elif not tail.replace_int_inplace(HEADER_SIZE, count):
+                tail.replace(HEADER_SIZE, count)
+            tail.append_encoded(body, nbody)
+            self._tail_count = count
+            self._tail_total += 1
+
+        self.length += 1
+        self.entries_added += 1
+        self.last_id = new
+        if self.length == 1:
+            self.first_id = new
+        return new
+
+    # --- deleting ---------------------------------------------------------------
+
+    def delete(self, id: StreamID) -> bool:
+        """Delete one entry (XDEL): flag it DELETED, drop the node when its last
+        live entry goes.  Updates length, first_id and max_deleted_entry_id.
+        False if there is no live entry with that ID."""
+        if not self.length:
+            return False
+        it = self.rax.iterator()
+        it.seek("<=", id_to_key(id))
+        if not it.next():
+            return False
+        key = it.key
+        lp: Listpack = it.value  # type: ignore[assignment]
+        buf = lp.buf
+        master = key_to_id(key)
+        count, deleted, names, first_off = read_master(buf)
+        flags_off = self._locate()(lp, buf, master, len(names), first_off, count + deleted, id)
+        if flags_off >= len(buf) - 1:
+            return False
+        flags = buf[flags_off]
+        eid, _ = entry_id_at(buf, flags_off, master[0], master[1])
+        if eid != id or flags & FLAG_DELETED:
+            return False
+        buf[flags_off] = flags | FLAG_DELETED  # 7-bit uint element, same size
+        if count == 1:
+            self.rax.remove(key)
+        else:
+            set_master_counts(lp, count - 1, deleted + 1)
+        self._node_changed(lp)
+        self.length -= 1
+        if id > self.max_deleted_entry_id:
+            self.max_deleted_entry_id = id
+        if not self.length:
+            self.first_id = MIN_ID
+        elif id == self.first_id:
+            self.first_id = self.first_entry_id() or MIN_ID
+        return True
+
+    def trim(
+        self,
+        strategy: str,
+        threshold: int | StreamID,
+        approx: bool = False,
+        limit: int = 0,
+        can_delete: Callable[[StreamID], bool] | None = None,
+        on_delete: Callable[[StreamID], None] | None = None,
+    ) -> int:
+        """XTRIM / XADD trimming; returns the number of entries removed.  See
+        stream_trim.trim_stream."""
+        from storage.stream_trim import trim_stream
+
+        return trim_stream(self, strategy, threshold, approx, limit, can_delete, on_delete)
+
+    # --- reading ------------------------------------------------------------------
+
+    def iter_range(self, start: StreamID, end: StreamID, rev: bool = False) -> Iterator[Entry]:
+        """Live entries with start <= id <= end as ``(id, fields)``, ascending
+        (descending with ``rev``).  The fields list is fresh and the caller's."""
+        if rev:
+            return iter_backward(self.rax, start, end, self._locate())
+        return iter_forward(self.rax, start, end, self._locate())
+
+    def range(
+        self, start: StreamID, end: StreamID, count: int = 0, rev: bool = False
+    ) -> list[Entry]:
+        """Like iter_range, as a list of at most ``count`` entries (0 = all)."""
+        it = self.iter_range(start, end, rev)
+        return list(islice(it, count)) if count > 0 else list(it)
+
+    def get(self, id: StreamID) -> list[bytes] | None:
+        """The fields of the live entry ``id``, or None."""
+        it = self.rax.iterator()
+        it.seek("<=", id_to_key(id))
+        if not it.next():
+            return None
+        master = key_to_id(it.key)
+        lp = it.value
+        buf = lp.buf  # type: ignore[union-attr]
+        count, deleted, names, first_off = read_master(buf)
+        off = self._locate()(lp, buf, master, len(names), first_off, count + deleted, id)
+        if off >= len(buf) - 1:
+            return None
+        flags = buf[off]
+        eid, body = entry_id_at(buf, off, master[0], master[1])
+        if eid != id or flags & FLAG_DELETED:
+            return None
+        template: list[bytes | None] = [None] * (2 * len(names))
+        template[0::2] = names
+        return decode_fields(bytes(buf[body:]), 0, flags, template)[0]
+
+    def first_entry_id(self) -> StreamID | None:
+        """ID of the first live entry, None when empty."""
+        first = self.rax.first()
+        if first is None:
+            return None
+        key, lp = first
+        buf = lp.buf  # type: ignore[union-attr]
+        mms, mseq = key_to_id(key)
+        _, _, names, off = read_master(buf)
+        stop = len(buf) - 1
+        dec = decode_element
+        while off < stop:
+            flags = buf[off]
+            ms_diff, off = dec(buf, off + 2)
+            seq_diff, off = dec(buf, off)
+            if not flags & FLAG_DELETED:
+                return ((mms + ms_diff) & _M64, (mseq + seq_diff) & _M64)  # type: ignore[operator]
+            off = skip_entry_body(buf, off, flags, len(names))
+        for eid, _ in iter_forward(self.rax, MIN_ID, MAX_ID):  # not reached: no empty nodes
+            return eid
+        return None
+
+    def last_entry_id(self) -> StreamID | None:
+        """ID of the last live entry, None when empty."""
+        for eid, _ in iter_backward(self.rax, MIN_ID, MAX_ID):
+            return eid
+        return None
+
+    # --- nodes, memory, loading ---------------------------------------------------
+
+    def nodes(self) -> Iterator[tuple[StreamID, Listpack]]:
+        """``(master_id, listpack)`` of every node, ascending.  Read-only use."""
+        for key, lp in self.rax.items():
+            yield key_to_id(key), lp  # type: ignore[misc]
+
+    def node_count(self) -> int:
+        """Number of listpack nodes (XINFO's radix-tree-keys)."""
+        return len(self.rax)
+
+    def rax_node_count(self) -> int:
+        """Number of rax tree nodes (XINFO's radix-tree-nodes)."""
+        return self.rax.node_count()
+
+    def memory_usage(self) -> int:
+        """Bytes used: listpack buffers (allocated size) and their objects, the rax
+        nodes and this object.  Consumer groups are not included."""
+        total = sys.getsizeof(self) + self.rax.memory_usage() + sys.getsizeof(self._tail_names)
+        getsize = sys.getsizeof
+        for lp in self.rax.values():
+            total += getsize(lp) + getsize(lp.buf)  # type: ignore[union-attr]
+        return total
+
+    @classmethod
+    def from_nodes(
+        cls,
+        nodes: Iterable[tuple[StreamID | bytes, Listpack | bytes | bytearray]],
+        last_id: StreamID,
+        entries_added: int,
+        max_deleted_entry_id: StreamID = MIN_ID,
+        length: int | None = None,
+        validate: bool = True,
+    ) -> Stream:
+        """Rebuild a stream from a snapshot: nodes as ``(master_id or 16-byte key,
+        listpack or its bytes)`` in any order.  With ``validate`` every node is
+        checked byte by byte (check_node), node ranges must not overlap, no ID may
+        exceed ``last_id`` and ``length`` (if given) must match; raises
+        StreamCorruption.  first_id is recomputed."""
+        s = cls()
+        total = 0
+        spans: list[tuple[StreamID, StreamID]] = []
+        for master, node in nodes:
+            if isinstance(master, (bytes, bytearray)):
+                if len(master) != 16:
+                    raise StreamCorruption("stream node key is not 16 bytes")
+                key = bytes(master)
+                mid = key_to_id(key)
+            else:
+                mid = (master[0], master[1])
+                if not (0 <= mid[0] <= _M64 and 0 <= mid[1] <= _M64):
+                    raise StreamCorruption("stream node master ID out of range")
+                key = id_to_key(mid)
+            lp = node if isinstance(node, Listpack) else Listpack(bytearray(node))
+            if validate:
+                info = check_node(mid, lp)
+                if info.ids[-1] > last_id:
+                    raise StreamCorruption("stream entry ID above the stream's last ID")
+                spans.append((info.ids[0], info.ids[-1]))
+                total += info.count
+            else:
+                total += read_master(lp.buf)[0]
+            if not s.rax.try_insert(key, lp):
+                raise StreamCorruption("duplicate stream node")
+        if validate:
+            spans.sort()
+            for (_, prev_last), (first, _) in zip(spans, spans[1:], strict=False):
+                if first <= prev_last:
+                    raise StreamCorruption("stream nodes overlap")
+            if length is not None and length != total:
+                raise StreamCorruption("stream length does not match its nodes")
+        s.length = total
+        s.last_id = (last_id[0], last_id[1])
+        s.entries_added = entries_added
+        s.max_deleted_entry_id = (max_deleted_entry_id[0], max_deleted_entry_id[1])
+        s.first_id = s.first_entry_id() or MIN_ID
+        return s
+
+    def set_id(
+        self,
+        last_id: StreamID,
+        entries_added: int | None = None,
+        max_deleted: StreamID | None = None,
+    ) -> None:
+        """Raw setter for XSETID (the command layer validates)."""
+        self.last_id = (last_id[0], last_id[1])
+        if entries_added is not None:
+            self.entries_added = entries_added
+        if max_deleted is not None:
+            self.max_deleted_entry_id = (max_deleted[0], max_deleted[1])
