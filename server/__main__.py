@@ -1,0 +1,71 @@
+"""`xstreamd [config-file] [--option value ...]` and `python -m server` start the server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+from server.config import ConfigError, load_config
+
+USAGE = """Usage: xstreamd [/path/to/xstreamd.conf] [--option value ...]
+       xstreamd --help | --version
+
+Options use redis.conf names, e.g. --port 7000 --bind 0.0.0.0 --requirepass secret
+--appendonly yes --appendfsync always --dir /var/lib/xstreamd --loglevel notice
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] in (["--help"], ["-h"]):
+        print(USAGE)
+        return 0
+    if args[:1] in (["--version"], ["-v"]):
+        from server.app import VERSION
+
+        print(f"xstreamd 0.1.0 (Redis {VERSION} compatible)")
+        return 0
+    try:
+        config = load_config(args)
+    except ConfigError as exc:
+        print(f"*** FATAL CONFIG FILE ERROR ***\n{exc}", file=sys.stderr)
+        return 1
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a declared dependency
+        uvloop = None
+
+    from server.app import Server
+
+    try:
+        os.makedirs(config["dir"], exist_ok=True)
+        os.chdir(config["dir"])
+    except OSError as exc:
+        print(f"Can't chdir to '{config['dir']}': {exc.strerror}", file=sys.stderr)
+        return 1
+    server = Server(config)
+    try:
+        if uvloop is not None:
+            uvloop.run(server.serve())
+        else:
+            asyncio.run(server.serve())
+    except OSError as exc:
+        server.log.warning(str(exc))
+        print(str(exc), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    except Exception as exc:  # a start-up failure (e.g. a corrupt AOF) gets a clear message
+        from server.persistence_errors import StartupError
+
+        if isinstance(exc, StartupError):
+            server.log.warning(str(exc))
+            print(str(exc), file=sys.stderr)
+            return 1
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,321 @@
+"""The server: state shared by all clients, the event-loop hooks (before-sleep pass, cron),
+listening and shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from protocol.encoder import encode_into
+from server.blocking import Blocking, BlockRequest
+from server.client import Client
+from server.config import Config
+from server.dispatch import CommandSpec, execute
+from server.log import Logger
+from server.stats import Stats
+from storage.keyspace import Database
+
+VERSION = "8.4.0"  # the Redis version whose behaviour we follow; clients gate features on it
+
+PropagateHook = Callable[[int, list[bytes]], None]
+
+
+class SlowlogEntry:
+    __slots__ = ("id", "time", "duration", "argv", "addr", "name")
+
+    def __init__(self, entry_id: int, duration: int, argv: list[bytes], client: Client) -> None:
+        self.id = entry_id
+        self.time = int(time.time())
+        self.duration = duration
+        # Redis keeps at most 32 args, each cut to 128 bytes.
+        shown = [a if len(a) <= 128 else a[:128] + b"... (%d more bytes)" % (len(a) - 128)
+                 for a in argv[:32]]
+        if len(argv) > 32:
+            shown[-1] = b"... (%d more arguments)" % (len(argv) - 31)
+        self.argv = shown
+        self.addr = client.addr.encode()
+        self.name = client.name
+
+
+class Server:
+    def __init__(self, config: Config, logger: Logger | None = None) -> None:
+        import server.commands  # noqa: F401 - registers every command family
+
+        self.config = config
+        self.log = logger or Logger(config["loglevel"], config["logfile"])
+        self.dbs = [Database(i) for i in range(config["databases"])]
+        for db in self.dbs:
+            db.on_expire = self._key_expired
+        self.clients: dict[int, Client] = {}
+        self.next_client_id = 1
+        self.stats = Stats()
+        self.blocking = Blocking(self)
+        self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
+        self.pending_writes: list[Client] = []
+        self._before_sleep_scheduled = False
+        self.propagate_hooks: list[PropagateHook] = []
+        self.before_sleep_hooks: list[Callable[[], None]] = []
+        self.cron_hooks: list[Callable[[], None]] = []
+        self.shutdown_hooks: list[Callable[[bool], None]] = []
+        self.refusal_checks: list[Callable[[Client, CommandSpec], str | None]] = []
+        self.watched_keys: dict[tuple[int, bytes], set[Client]] = {}
+        self.monitors: list[Client] = []
+        self.slowlog: deque[SlowlogEntry] = deque()
+        self.slowlog_next_id = 0
+        self.dirty = 0  # changes since the last snapshot
+        self.listeners: list[asyncio.AbstractServer] = []
+        self.run_id = os.urandom(20).hex()
+        self.start_time = time.time()
+        self.shutdown_requested: asyncio.Future[bool] | None = None
+        self.cron_loops = 0
+        self.tcp_port = config["port"]
+        self.loading = False
+        self.persistence: Any = None  # server.persistence manager, when enabled
+        self.debug_handlers: dict[str, Callable[[Client, list[bytes]], Any]] = {}
+        config.on_change("loglevel", self.log.set_level)
+
+    # -- output -------------------------------------------------------------------------------
+    def write_reply(self, client: Client, value: Any) -> None:
+        encode_into(client.out, value, client.protocol)
+        if not client.pending_write:
+            client.pending_write = True
+            self.pending_writes.append(client)
+            self.schedule_before_sleep()
+
+    def schedule_before_sleep(self) -> None:
+        if not self._before_sleep_scheduled:
+            self._before_sleep_scheduled = True
+            self.loop.call_soon(self.before_sleep)
+
+    def before_sleep(self) -> None:
+        """Runs once after each batch of reads: wake blocked clients, flush the AOF (fsync first
+        with appendfsync always, so no reply is sent for a write that is not on disk), then
+        write every client's pending output once."""
+        self._before_sleep_scheduled = False
+        if self.blocking.ready_keys:
+            self.blocking.handle_ready_keys()
+        for hook in self.before_sleep_hooks:
+            hook()
+        pending = self.pending_writes
+        if pending:
+            self.pending_writes = []
+            for client in pending:
+                client.pending_write = False
+                if client.closed or client.sink is None:
+                    continue
+                data = client.out
+                if data:
+                    client.out = bytearray()
+                    self.stats.net_output_bytes += len(data)
+                    client.sink.write(data)  # type: ignore[attr-defined]
+                if client.close_after_reply:
+                    client.sink.close_client()
+
+    # -- running commands ---------------------------------------------------------------------
+    def run_commands(self, client: Client, commands: list[list[bytes]]) -> None:
+        """Run commands in order until one blocks; the rest wait in client.pending_cmds."""
+        if client.pending_cmds or client.blocked is not None:
+            client.pending_cmds.extend(commands)
+            return
+        stats = self.stats
+        for i, argv in enumerate(commands):
+            reply = execute(client, argv)
+            stats.total_commands_processed += 1
+            if type(reply) is BlockRequest:
+                self._block_or_answer(client, reply, argv)
+                if client.blocked is not None:
+                    client.pending_cmds.extend(commands[i + 1:])
+                    return
+            else:
+                self.write_reply(client, reply)
+            if client.close_after_reply:
+                return
+
+    def _block_or_answer(self, client: Client, request: BlockRequest, argv: list[bytes]) -> None:
+        if client.in_exec:
+            self.write_reply(client, request.timeout_reply)
+            return
+        from server.dispatch import lookup
+
+        self.blocking.block(client, request, lookup(argv))
+
+    def resume_client(self, client: Client) -> None:
+        """After a client is unblocked, continue with the commands it pipelined meanwhile."""
+        if client.pending_cmds and client.blocked is None and not client.closed:
+            commands = client.pending_cmds
+            client.pending_cmds = []
+            self.loop.call_soon(self.run_commands, client, commands)
+
+    # -- keyspace signals ---------------------------------------------------------------------
+    def signal_modified_key(self, db: Database, key: bytes) -> None:
+        """A key changed: invalidate WATCHes on it (touchWatchedKey)."""
+        if self.watched_keys:
+            watchers = self.watched_keys.get((db.id, key))
+            if watchers:
+                for client in watchers:
+                    client.cas_dirty = True
+
+    def signal_key_as_ready(self, db: Database, key: bytes) -> None:
+        self.blocking.signal_key_as_ready(db.id, key)
+
+    def key_changed(self, db: Database, key: bytes) -> None:
+        """Both signals: for writes that add data blocked readers may want."""
+        self.signal_modified_key(db, key)
+        self.blocking.signal_key_as_ready(db.id, key)
+
+    def _key_expired(self, db: Database, key: bytes) -> None:
+        """A key's time passed (lazily or in the active cycle): log a DEL, as Redis does."""
+        self.stats.expired_keys += 1
+        self.propagate(db, [b"DEL", key])
+        self.key_changed(db, key)
+
+    def touch_all_watched(self, db: Database | None = None) -> None:
+        """FLUSHDB/FLUSHALL/SWAPDB: every watched key in db (or all dbs) is dirty."""
+        for (db_id, _key), watchers in self.watched_keys.items():
+            if db is None or db_id == db.id:
+                for client in watchers:
+                    client.cas_dirty = True
+
+    def propagate(self, db: Database, argv: list[bytes]) -> None:
+        """Record a write's effect (for the AOF); argv is the command that reproduces it."""
+        self.dirty += 1
+        for hook in self.propagate_hooks:
+            hook(db.id, argv)
+
+    # -- checks and statistics ----------------------------------------------------------------
+    def refuse_reason(self, client: Client, spec: CommandSpec) -> str | None:
+        """Why a write/denyoom command must be refused now (OOM, MISCONF), or None."""
+        for check in self.refusal_checks:
+            reason = check(client, spec)
+            if reason is not None:
+                return reason
+        return None
+
+    def after_command(self, client: Client, spec: CommandSpec, argv: list[bytes],
+                      elapsed_us: int) -> None:
+        threshold = self.config["slowlog-log-slower-than"]
+        if threshold >= 0 and elapsed_us >= threshold and "admin" not in spec.flags:
+            self.slowlog.appendleft(SlowlogEntry(self.slowlog_next_id, elapsed_us, argv, client))
+            self.slowlog_next_id += 1
+            max_len = self.config["slowlog-max-len"]
+            while len(self.slowlog) > max_len:
+                self.slowlog.pop()
+
+    def feed_monitors(self, client: Client, argv: list[bytes]) -> None:
+        from server.commands.monitor import format_monitor_line
+
+        line = format_monitor_line(client, argv)
+        for monitor in list(self.monitors):
+            if monitor is not client:
+                monitor.reply(line)
+
+    # -- clients ------------------------------------------------------------------------------
+    def new_client(self, sink: Any, addr: str, laddr: str) -> Client:
+        client = Client(self.next_client_id, self, sink, addr, laddr)
+        self.next_client_id += 1
+        self.clients[client.id] = client
+        self.stats.total_connections_received += 1
+        return client
+
+    def remove_client(self, client: Client) -> None:
+        if client.closed:
+            return
+        client.closed = True
+        self.clients.pop(client.id, None)
+        self.blocking.remove_client(client)
+        self.unwatch_all(client)
+        if client.monitor and client in self.monitors:
+            self.monitors.remove(client)
+
+    def unwatch_all(self, client: Client) -> None:
+        for ref in client.watched:
+            watchers = self.watched_keys.get(ref)
+            if watchers is not None:
+                watchers.discard(client)
+                if not watchers:
+                    del self.watched_keys[ref]
+        client.watched = []
+        client.cas_dirty = False
+
+    # -- cron ---------------------------------------------------------------------------------
+    def cron(self) -> None:
+        """serverCron: active expiry, client timeouts, stats sampling, persistence timers."""
+        self.cron_loops += 1
+        try:
+            for db in self.dbs:
+                if db.expires:
+                    db.active_expire()
+            self.stats.sample()
+            idle_timeout = self.config["timeout"]
+            if idle_timeout:
+                now = time.monotonic()
+                for client in list(self.clients.values()):
+                    if (client.blocked is None and not client.monitor
+                            and now - client.last_interaction > idle_timeout
+                            and client.sink is not None):
+                        self.log.verbose("Closing idle client")
+                        client.sink.close_client()
+            for hook in self.cron_hooks:
+                hook()
+        except Exception as exc:  # the cron must never stop
+            self.log.warning(f"cron error: {exc!r}")
+        self.loop.call_later(1.0 / self.config["hz"], self.cron)
+
+    # -- start and stop -----------------------------------------------------------------------
+    async def listen(self) -> None:
+        from server.connection import Connection
+
+        port = self.config["port"]
+        for address in self.config["bind"]:
+            host = address.lstrip("-")
+            try:
+                listener = await self.loop.create_server(
+                    lambda: Connection(self), host, port, reuse_address=True, backlog=511,
+                    family=socket.AF_INET6 if ":" in host else socket.AF_INET,
+                )
+            except OSError as exc:
+                if address.startswith("-"):  # "-::1": optional address, as in redis.conf
+                    continue
+                raise OSError(exc.errno, f"Could not create server TCP listening socket "
+                                         f"{host}:{port}: {exc.strerror}") from exc
+            self.listeners.append(listener)
+            if port == 0:
+                self.tcp_port = listener.sockets[0].getsockname()[1]
+
+    async def serve(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.shutdown_requested = self.loop.create_future()
+        if self.persistence is not None:
+            self.persistence.load()
+        await self.listen()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self.loop.add_signal_handler(sig, self.request_shutdown, False)
+        self.loop.add_signal_handler(signal.SIGHUP, self.log.reopen)
+        self.log.notice(f"Server initialized, xstreamd (Redis {VERSION} compatible)")
+        self.log.notice(f"Ready to accept connections tcp on port {self.tcp_port}")
+        self.loop.call_later(1.0 / self.config["hz"], self.cron)
+        force = await self.shutdown_requested
+        await self.shutdown(force)
+
+    def request_shutdown(self, nosave: bool) -> None:
+        if self.shutdown_requested is not None and not self.shutdown_requested.done():
+            self.log.warning("Received shutdown request, scheduling shutdown...")
+            self.shutdown_requested.set_result(nosave)
+
+    async def shutdown(self, nosave: bool) -> None:
+        self.log.warning("User requested shutdown...")
+        for listener in self.listeners:
+            listener.close()
+        self.before_sleep()
+        for hook in self.shutdown_hooks:
+            hook(nosave)
+        for client in list(self.clients.values()):
+            if client.sink is not None:
+                client.sink.close_client()
+        self.log.warning("xstreamd is now ready to exit, bye bye...")

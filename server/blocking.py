@@ -1,0 +1,192 @@
+"""Blocking reads, the Redis way (blocked.c): a blocking_keys map (db, key) -> FIFO of waiting
+clients, a ready_keys list filled by writes, and a pass run before the event loop sleeps that
+re-runs each waiting client's command, oldest first. Only clients waiting on a key that got
+data are woken; one that finds nothing (another consumer took it) blocks again with its
+original deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from protocol.encoder import ErrorReply
+
+if TYPE_CHECKING:
+    from server.client import Client
+    from server.dispatch import CommandSpec
+
+KeyRef = tuple[int, bytes]
+
+
+@dataclass(slots=True)
+class BlockRequest:
+    """Returned by a handler that must wait: the keys to wait on, the timeout in ms (0 = forever),
+    the command to re-run when a key is ready (e.g. XREAD with `$` rewritten to the concrete ID),
+    and the reply to send on timeout."""
+
+    keys: list[bytes]
+    timeout_ms: int
+    argv: list[bytes]
+    timeout_reply: Any
+
+
+class BlockState:
+    __slots__ = ("keys", "deadline", "argv", "timeout_reply", "timer", "spec")
+
+    def __init__(self, keys: list[KeyRef], deadline: float | None, argv: list[bytes],
+                 timeout_reply: Any, spec: CommandSpec) -> None:
+        self.keys = keys
+        self.deadline = deadline  # loop time in seconds, None = forever
+        self.argv = argv
+        self.timeout_reply = timeout_reply
+        self.timer: asyncio.TimerHandle | None = None
+        self.spec = spec
+
+
+class Blocking:
+    def __init__(self, server: Any) -> None:
+        self.server = server
+        # (db, key) -> clients in arrival order (an OrderedDict is a FIFO with O(1) removal).
+        self.blocking_keys: dict[KeyRef, OrderedDict[int, Client]] = {}
+        self.ready_keys: list[KeyRef] = []
+        self._ready_set: set[KeyRef] = set()
+        self.blocked_clients = 0
+
+    # -- blocking -----------------------------------------------------------------------------
+    def block(self, client: Client, request: BlockRequest, spec: CommandSpec) -> None:
+        previous = client.blocked
+        db = client.db.id
+        keys = [(db, key) for key in dict.fromkeys(request.keys)]
+        if previous is not None:
+            # Re-blocking after a wake-up that found nothing: keep the original deadline.
+            deadline = previous.deadline
+            timer = previous.timer
+        else:
+            loop = self.server.loop
+            deadline = None
+            timer = None
+            if request.timeout_ms > 0:
+                deadline = loop.time() + request.timeout_ms / 1000.0
+                timer = loop.call_at(deadline, self._on_timeout, client)
+            self.blocked_clients += 1
+        state = BlockState(keys, deadline, request.argv, request.timeout_reply, spec)
+        state.timer = timer
+        client.blocked = state
+        for ref in keys:
+            waiters = self.blocking_keys.get(ref)
+            if waiters is None:
+                waiters = self.blocking_keys[ref] = OrderedDict()
+            waiters[client.id] = client
+
+    def _detach(self, client: Client) -> BlockState | None:
+        state = client.blocked
+        if state is None:
+            return None
+        for ref in state.keys:
+            waiters = self.blocking_keys.get(ref)
+            if waiters is not None:
+                waiters.pop(client.id, None)
+                if not waiters:
+                    del self.blocking_keys[ref]
+        return state
+
+    def unblock(self, client: Client, reply: Any) -> None:
+        """Stop waiting and answer reply (timeout, CLIENT UNBLOCK, error)."""
+        state = self._detach(client)
+        if state is None:
+            return
+        if state.timer is not None:
+            state.timer.cancel()
+        client.blocked = None
+        self.blocked_clients -= 1
+        client.reply(reply)
+        self.server.resume_client(client)
+
+    def remove_client(self, client: Client) -> None:
+        """A blocked client went away: forget it everywhere."""
+        state = self._detach(client)
+        if state is None:
+            return
+        if state.timer is not None:
+            state.timer.cancel()
+        client.blocked = None
+        self.blocked_clients -= 1
+
+    def _on_timeout(self, client: Client) -> None:
+        state = client.blocked
+        if state is not None:
+            state.timer = None
+            self.unblock(client, state.timeout_reply)
+            self.server.schedule_before_sleep()
+
+    def unblock_by_request(self, client: Client, as_error: bool) -> bool:
+        """CLIENT UNBLOCK: False when the client is not blocked."""
+        state = client.blocked
+        if state is None:
+            return False
+        if as_error:
+            self.unblock(client, ErrorReply("UNBLOCKED client unblocked via CLIENT UNBLOCK"))
+        else:
+            self.unblock(client, state.timeout_reply)
+        return True
+
+    # -- waking -------------------------------------------------------------------------------
+    def signal_key_as_ready(self, db: int, key: bytes) -> None:
+        ref = (db, key)
+        if ref in self.blocking_keys and ref not in self._ready_set:
+            self._ready_set.add(ref)
+            self.ready_keys.append(ref)
+            self.server.schedule_before_sleep()
+
+    def handle_ready_keys(self) -> None:
+        """Serve the clients blocked on keys that got data (handleClientsBlockedOnKeys). A client
+        that re-blocks goes to the tail of the key's queue, as in Redis, and is not retried in
+        the same pass; keys made ready by the served commands are handled in a further round."""
+        from server.dispatch import call  # local import: dispatch imports blocking's users
+
+        while self.ready_keys:
+            batch = self.ready_keys
+            self.ready_keys = []
+            self._ready_set.clear()
+            for ref in batch:
+                waiters = self.blocking_keys.get(ref)
+                if not waiters:
+                    continue
+                for client in list(waiters.values()):
+                    state = client.blocked
+                    if state is None or client.closed:
+                        continue
+                    self._detach(client)
+                    saved_db = client.db
+                    client.db = self.server.dbs[ref[0]]
+                    reply = call(client, state.spec, state.argv)
+                    if type(reply) is BlockRequest:
+                        self.block(client, reply, state.spec)
+                        client.db = saved_db
+                        continue
+                    client.db = saved_db
+                    if state.timer is not None:
+                        state.timer.cancel()
+                    client.blocked = None
+                    self.blocked_clients -= 1
+                    client.reply(reply)
+                    self.server.resume_client(client)
+
+    def waiting_on(self, db: int, key: bytes) -> int:
+        waiters = self.blocking_keys.get((db, key))
+        return len(waiters) if waiters else 0
+
+    @staticmethod
+    def deadline_left_ms(client: Client) -> int | None:
+        state = client.blocked
+        if state is None or state.deadline is None:
+            return None
+        return max(0, int((state.deadline - asyncio.get_event_loop().time()) * 1000))
+
+
+def monotonic_ms() -> int:
+    return int(time.monotonic() * 1000)

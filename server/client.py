@@ -1,0 +1,93 @@
+"""Per-client state, independent of the transport (commands see this, never the connection)."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from server.app import Server
+    from server.blocking import BlockState
+    from storage.keyspace import Database
+
+
+class ClientSink(Protocol):
+    """What a client needs from its connection: flushing output and closing."""
+
+    def close_client(self) -> None: ...
+    def pause_reading(self) -> None: ...
+    def resume_reading(self) -> None: ...
+    def output_size(self) -> int: ...
+
+
+class Client:
+    """One connected client. Output goes to `out` and is written once per event-loop batch."""
+
+    __slots__ = (
+        "id", "server", "sink", "addr", "laddr", "name", "lib_name", "lib_ver", "db", "protocol",
+        "authenticated", "created", "last_interaction", "last_cmd", "multi", "multi_error",
+        "watched", "cas_dirty", "in_exec", "blocked", "out", "close_after_reply", "closed",
+        "monitor", "no_evict", "no_touch", "pending_write", "argv_bytes", "user",
+        "obl_soft_since", "pending_cmds",
+    )
+
+    def __init__(self, client_id: int, server: Server, sink: ClientSink | None,
+                 addr: str = "", laddr: str = "") -> None:
+        self.id = client_id
+        self.server = server
+        self.sink = sink
+        self.addr = addr
+        self.laddr = laddr
+        self.name = b""
+        self.lib_name = b""
+        self.lib_ver = b""
+        self.db: Database = server.dbs[0]
+        self.protocol = 2
+        self.authenticated = not server.config["requirepass"]
+        self.user = "default"
+        now = time.monotonic()
+        self.created = now
+        self.last_interaction = now
+        self.last_cmd = b"NULL"
+        self.multi: list[list[bytes]] | None = None  # queued commands while in MULTI
+        self.multi_error = False  # a queued command was rejected: EXEC answers EXECABORT
+        self.watched: list[tuple[int, bytes]] = []
+        self.cas_dirty = False  # a WATCHed key was touched
+        self.in_exec = False
+        self.blocked: BlockState | None = None
+        self.out = bytearray()
+        self.pending_write = False
+        self.close_after_reply = False
+        self.closed = False
+        self.monitor = False
+        self.no_evict = False
+        self.no_touch = False
+        self.argv_bytes = 0
+        self.obl_soft_since = 0.0
+        self.pending_cmds: list[list[bytes]] = []
+
+    def reply(self, value: Any) -> None:
+        """Encode a reply into the output buffer and queue the client for the next write pass."""
+        self.server.write_reply(self, value)
+
+    @property
+    def db_index(self) -> int:
+        return self.db.id
+
+    def flags_text(self) -> str:
+        flags = ""
+        if self.multi is not None:
+            flags += "x"
+        if self.blocked is not None:
+            flags += "b"
+        if self.monitor:
+            flags += "O"
+        if self.close_after_reply:
+            flags += "c"
+        if self.cas_dirty:
+            flags += "d"
+        if self.no_evict:
+            flags += "e"
+        if self.no_touch:
+            flags += "T"
+        return flags or "N"

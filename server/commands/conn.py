@@ -1,0 +1,145 @@
+"""Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET."""
+
+from __future__ import annotations
+
+import hmac
+
+from protocol.encoder import NULL_ARRAY, OK, Raw, SimpleString
+from server.app import VERSION
+from server.client import Client
+from server.dispatch import command
+from server.errors import DB_INDEX_OUT_OF_RANGE, CommandError
+from server.parsing import eq, parse_int
+
+PONG = Raw(b"+PONG\r\n")
+WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
+_ = NULL_ARRAY
+
+
+@command("ping", -1, "fast", categories="@fast @connection", summary="Returns the server's liveliness response.")
+def ping(client: Client, argv: list[bytes]) -> object:
+    if len(argv) > 2:
+        raise CommandError("ERR wrong number of arguments for 'ping' command")
+    return argv[1] if len(argv) == 2 else PONG
+
+
+@command("echo", 2, "fast", categories="@fast @connection", summary="Returns the given string.")
+def echo(client: Client, argv: list[bytes]) -> object:
+    return argv[1]
+
+
+def check_password(client: Client, username: bytes, password: bytes) -> bool:
+    """The default user with requirepass; compared in constant time."""
+    required = client.server.config["requirepass"].encode()
+    if username != b"default" or not required:
+        return False
+    return hmac.compare_digest(password, required)
+
+
+@command("auth", -2, "noscript loading stale fast no-auth sentinel allow-busy",
+         categories="@fast @connection", summary="Authenticates the connection.")
+def auth(client: Client, argv: list[bytes]) -> object:
+    if len(argv) > 3:
+        raise CommandError("ERR syntax error")
+    if len(argv) == 2:
+        if not client.server.config["requirepass"]:
+            raise CommandError(
+                "ERR AUTH <password> called without any password configured for the default "
+                "user. Are you sure your configuration is correct?")
+        username, password = b"default", argv[1]
+    else:
+        username, password = argv[1], argv[2]
+    if not check_password(client, username, password):
+        raise CommandError(WRONGPASS)
+    client.authenticated = True
+    return OK
+
+
+@command("hello", -1, "noscript loading stale fast no-auth sentinel allow-busy",
+         categories="@fast @connection", summary="Handshakes with the Redis server.", since="6.0.0")
+def hello(client: Client, argv: list[bytes]) -> object:
+    protover = 0
+    i = 1
+    if len(argv) >= 2:
+        try:
+            protover = parse_int(argv[1])
+        except CommandError:
+            raise CommandError("ERR Protocol version is not an integer or out of range") from None
+        i = 2
+        if protover < 2 or protover > 3:
+            raise CommandError("NOPROTO unsupported protocol version")
+    setname: bytes | None = None
+    credentials: tuple[bytes, bytes] | None = None
+    while i < len(argv):
+        more = len(argv) - i - 1
+        if eq(argv[i], b"auth") and more >= 2:
+            credentials = (argv[i + 1], argv[i + 2])
+            i += 3
+        elif eq(argv[i], b"setname") and more >= 1:
+            setname = argv[i + 1]
+            i += 2
+        else:
+            raise CommandError(f"ERR Syntax error in HELLO option '{argv[i].decode(errors='replace')}'")
+    if credentials is not None:
+        if not check_password(client, *credentials):
+            raise CommandError(WRONGPASS)
+        client.authenticated = True
+    if not client.authenticated:
+        raise CommandError(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+            "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
+            "select the RESP protocol version at the same time")
+    if setname is not None:
+        from server.commands.client_cmds import validate_name
+
+        validate_name(setname, "Client names")
+        client.name = setname
+    if protover:
+        client.protocol = protover
+    return {
+        "server": "redis",
+        "version": VERSION,
+        "proto": client.protocol,
+        "id": client.id,
+        "mode": "standalone",
+        "role": "master",
+        "modules": [],
+    }
+
+
+@command("select", 2, "loading stale fast", categories="@keyspace @fast @connection",
+         summary="Changes the selected database.")
+def select(client: Client, argv: list[bytes]) -> object:
+    index = parse_int(argv[1])
+    dbs = client.server.dbs
+    if index < 0 or index >= len(dbs):
+        raise CommandError(DB_INDEX_OUT_OF_RANGE)
+    client.db = dbs[index]
+    return OK
+
+
+@command("quit", -1, "noscript loading stale fast no-auth allow-busy",
+         categories="@fast @connection", summary="Closes the connection.")
+def quit_(client: Client, argv: list[bytes]) -> object:
+    client.close_after_reply = True
+    return OK
+
+
+@command("reset", 1, "noscript loading stale fast no-auth allow-busy",
+         categories="@fast @connection", summary="Resets the connection.", since="6.2.0")
+def reset(client: Client, argv: list[bytes]) -> object:
+    server = client.server
+    client.multi = None
+    client.multi_error = False
+    server.unwatch_all(client)
+    if client.monitor:
+        client.monitor = False
+        if client in server.monitors:
+            server.monitors.remove(client)
+    client.db = server.dbs[0]
+    client.protocol = 2
+    client.name = b""
+    client.no_evict = False
+    client.no_touch = False
+    client.authenticated = not server.config["requirepass"]
+    return SimpleString("RESET")

@@ -1,0 +1,408 @@
+"""Keyspace commands: DEL, EXISTS, TYPE, KEYS, SCAN, RENAME, EXPIRE and friends, FLUSH*, MOVE..."""
+
+from __future__ import annotations
+
+from protocol.encoder import OK, SimpleString
+from server.client import Client
+from server.dispatch import command, container
+from server.errors import DB_INDEX_OUT_OF_RANGE, NO_SUCH_KEY, SYNTAX, CommandError
+from server.parsing import INT64_MAX, INT64_MIN, eq, parse_int
+from storage.keyspace import Database, type_name
+
+_KS = "@keyspace"
+_NO_SUCH = -2
+
+
+def _delete_keys(client: Client, keys: list[bytes]) -> int:
+    db = client.db
+    server = client.server
+    deleted = 0
+    for key in keys:
+        if db.delete(key):
+            deleted += 1
+            server.key_changed(db, key)
+            server.propagate(db, [b"DEL", key])
+    return deleted
+
+
+@command("del", -2, "write", keys=(1, -1, 1), categories=f"{_KS} @write @slow",
+         summary="Deletes one or more keys.")
+def del_(client: Client, argv: list[bytes]) -> object:
+    return _delete_keys(client, argv[1:])
+
+
+@command("unlink", -2, "write fast", keys=(1, -1, 1), categories=f"{_KS} @write @fast",
+         summary="Asynchronously deletes one or more keys.", since="4.0.0")
+def unlink(client: Client, argv: list[bytes]) -> object:
+    return _delete_keys(client, argv[1:])
+
+
+@command("exists", -2, "readonly fast", keys=(1, -1, 1), categories=f"{_KS} @read @fast",
+         summary="Determines whether one or more keys exist.")
+def exists(client: Client, argv: list[bytes]) -> object:
+    db = client.db
+    return sum(1 for key in argv[1:] if db.get(key) is not None)
+
+
+@command("touch", -2, "readonly fast", keys=(1, -1, 1), categories=f"{_KS} @read @fast",
+         summary="Returns the number of existing keys out of those specified after updating "
+         "the time they were last accessed.", since="3.2.1")
+def touch(client: Client, argv: list[bytes]) -> object:
+    return exists(client, argv)
+
+
+@command("type", 2, "readonly fast", keys=(1, 1, 1), categories=f"{_KS} @read @fast",
+         summary="Determines the type of value stored at a key.")
+def type_(client: Client, argv: list[bytes]) -> object:
+    value = client.db.get(argv[1])
+    return SimpleString("none" if value is None else type_name(value))
+
+
+@command("keys", 2, "readonly", categories=f"{_KS} @read @slow @dangerous",
+         summary="Returns all key names that match a pattern.", tips="request_policy:all_shards "
+         "nondeterministic_output_order")
+def keys_(client: Client, argv: list[bytes]) -> object:
+    return client.db.keys_matching(argv[1])
+
+
+@command("scan", -2, "readonly", categories=f"{_KS} @read @slow",
+         summary="Iterates over the key names in the database.", since="2.8.0",
+         tips="nondeterministic_output nondeterministic_output_order")
+def scan(client: Client, argv: list[bytes]) -> object:
+    raw = argv[1]
+    if not raw.isdigit() or len(raw) > 20 or int(raw) >= 2**64:
+        raise CommandError("ERR invalid cursor")
+    cursor = int(raw)
+    count, pattern, type_filter = 10, None, None
+    i = 2
+    while i < len(argv):
+        more = len(argv) - i - 1
+        if eq(argv[i], b"count") and more >= 1:
+            count = parse_int(argv[i + 1])
+            if count < 1:
+                raise CommandError(SYNTAX)
+            i += 2
+        elif eq(argv[i], b"match") and more >= 1:
+            pattern = argv[i + 1]
+            if pattern == b"*":
+                pattern = None
+            i += 2
+        elif eq(argv[i], b"type") and more >= 1:
+            type_filter = argv[i + 1].decode(errors="replace").lower()
+            i += 2
+        else:
+            raise CommandError(SYNTAX)
+    next_cursor, found = client.db.scan(cursor, count, pattern, type_filter)
+    return [str(next_cursor).encode(), found]
+
+
+@command("randomkey", 1, "readonly", categories=f"{_KS} @read @slow",
+         summary="Returns a random key name from the database.", tips="nondeterministic_output")
+def randomkey(client: Client, argv: list[bytes]) -> object:
+    return client.db.random_key()
+
+
+@command("dbsize", 1, "readonly fast", categories=f"{_KS} @read @fast",
+         summary="Returns the number of keys in the database.")
+def dbsize(client: Client, argv: list[bytes]) -> object:
+    return len(client.db)
+
+
+def _rename(client: Client, argv: list[bytes], nx: bool) -> object:
+    db = client.db
+    src, dst = argv[1], argv[2]
+    value = db.get(src)
+    if value is None:
+        raise CommandError(NO_SUCH_KEY)
+    if src == dst:
+        return 0 if nx else OK
+    if db.get(dst) is not None:
+        if nx:
+            return 0
+    expire = db.get_expire(src)
+    db.delete(src)
+    db.set(dst, value)
+    if expire is not None:
+        db.set_expire(dst, expire)
+    server = client.server
+    server.key_changed(db, src)
+    server.key_changed(db, dst)
+    server.propagate(db, [b"RENAMENX" if nx else b"RENAME", src, dst])
+    return 1 if nx else OK
+
+
+@command("rename", 3, "write", keys=(1, 2, 1), categories=f"{_KS} @write @slow",
+         summary="Renames a key and overwrites the destination.")
+def rename(client: Client, argv: list[bytes]) -> object:
+    return _rename(client, argv, nx=False)
+
+
+@command("renamenx", 3, "write fast", keys=(1, 2, 1), categories=f"{_KS} @write @fast",
+         summary="Renames a key only when the target key name doesn't exist.")
+def renamenx(client: Client, argv: list[bytes]) -> object:
+    return _rename(client, argv, nx=True)
+
+
+def _expire_generic(client: Client, argv: list[bytes], base_ms: int, unit_ms: int) -> object:
+    """expireGenericCommand: base_ms is now for relative forms, 0 for the *AT forms."""
+    name = argv[0].decode(errors="replace").lower()
+    when = parse_int(argv[2])
+    nx = xx = gt = lt = False
+    for opt in argv[3:]:
+        low = opt.lower()
+        if low == b"nx":
+            nx = True
+        elif low == b"xx":
+            xx = True
+        elif low == b"gt":
+            gt = True
+        elif low == b"lt":
+            lt = True
+        else:
+            raise CommandError(f"ERR Unsupported option {opt.decode(errors='replace')}")
+    if nx and (xx or gt or lt):
+        raise CommandError("ERR NX and XX, GT or LT options at the same time are not compatible")
+    if gt and lt:
+        raise CommandError("ERR GT and LT options at the same time are not compatible")
+    invalid = CommandError(f"ERR invalid expire time in '{name}' command")
+    if unit_ms == 1000 and (when > INT64_MAX // 1000 or when < INT64_MIN // 1000):
+        raise invalid
+    when *= unit_ms
+    if when > INT64_MAX - base_ms:
+        raise invalid
+    when += base_ms
+    db = client.db
+    key = argv[1]
+    if db.get(key) is None:
+        return 0
+    current = db.get_expire(key)
+    if nx and current is not None:
+        return 0
+    if xx and current is None:
+        return 0
+    if gt and (current is None or when <= current):
+        return 0
+    if lt and current is not None and when >= current:
+        return 0
+    server = client.server
+    if when <= db.clock():
+        db.delete(key)
+        server.key_changed(db, key)
+        server.propagate(db, [b"DEL", key])
+        return 1
+    db.set_expire(key, when)
+    server.signal_modified_key(db, key)
+    server.propagate(db, [b"PEXPIREAT", key, str(when).encode()])
+    return 1
+
+
+_EXPIRE_FLAGS = "write fast"
+_EXPIRE_CAT = f"{_KS} @write @fast"
+
+
+@command("expire", -3, _EXPIRE_FLAGS, keys=(1, 1, 1), categories=_EXPIRE_CAT,
+         summary="Sets the expiration time of a key in seconds.")
+def expire(client: Client, argv: list[bytes]) -> object:
+    return _expire_generic(client, argv, client.db.clock(), 1000)
+
+
+@command("pexpire", -3, _EXPIRE_FLAGS, keys=(1, 1, 1), categories=_EXPIRE_CAT,
+         summary="Sets the expiration time of a key in milliseconds.", since="2.6.0")
+def pexpire(client: Client, argv: list[bytes]) -> object:
+    return _expire_generic(client, argv, client.db.clock(), 1)
+
+
+@command("expireat", -3, _EXPIRE_FLAGS, keys=(1, 1, 1), categories=_EXPIRE_CAT,
+         summary="Sets the expiration time of a key to a Unix timestamp.", since="1.2.0")
+def expireat(client: Client, argv: list[bytes]) -> object:
+    return _expire_generic(client, argv, 0, 1000)
+
+
+@command("pexpireat", -3, _EXPIRE_FLAGS, keys=(1, 1, 1), categories=_EXPIRE_CAT,
+         summary="Sets the expiration time of a key to a Unix milliseconds timestamp.",
+         since="2.6.0")
+def pexpireat(client: Client, argv: list[bytes]) -> object:
+    return _expire_generic(client, argv, 0, 1)
+
+
+def _ttl_generic(client: Client, key: bytes, ms: bool, absolute: bool) -> int:
+    db = client.db
+    if db.get(key) is None:
+        return _NO_SUCH
+    when = db.get_expire(key)
+    if when is None:
+        return -1
+    if absolute:
+        return when if ms else (when + 500) // 1000
+    left = max(0, when - db.clock())
+    return left if ms else (left + 500) // 1000
+
+
+@command("ttl", 2, "readonly fast", keys=(1, 1, 1), categories=f"{_KS} @read @fast",
+         summary="Returns the expiration time in seconds of a key.")
+def ttl(client: Client, argv: list[bytes]) -> object:
+    return _ttl_generic(client, argv[1], ms=False, absolute=False)
+
+
+@command("pttl", 2, "readonly fast", keys=(1, 1, 1), categories=f"{_KS} @read @fast",
+         summary="Returns the expiration time in milliseconds of a key.", since="2.6.0")
+def pttl(client: Client, argv: list[bytes]) -> object:
+    return _ttl_generic(client, argv[1], ms=True, absolute=False)
+
+
+@command("expiretime", 2, "readonly fast", keys=(1, 1, 1), categories=f"{_KS} @read @fast",
+         summary="Returns the expiration time of a key as a Unix timestamp.", since="7.0.0")
+def expiretime(client: Client, argv: list[bytes]) -> object:
+    return _ttl_generic(client, argv[1], ms=False, absolute=True)
+
+
+@command("pexpiretime", 2, "readonly fast", keys=(1, 1, 1), categories=f"{_KS} @read @fast",
+         summary="Returns the expiration time of a key as a Unix milliseconds timestamp.",
+         since="7.0.0")
+def pexpiretime(client: Client, argv: list[bytes]) -> object:
+    return _ttl_generic(client, argv[1], ms=True, absolute=True)
+
+
+@command("persist", 2, "write fast", keys=(1, 1, 1), categories=f"{_KS} @write @fast",
+         summary="Removes the expiration time of a key.", since="2.2.0")
+def persist(client: Client, argv: list[bytes]) -> object:
+    db = client.db
+    key = argv[1]
+    if db.get(key) is None or not db.persist(key):
+        return 0
+    client.server.signal_modified_key(db, key)
+    client.server.propagate(db, [b"PERSIST", key])
+    return 1
+
+
+def _flush_mode(argv: list[bytes]) -> None:
+    if len(argv) > 2 or (len(argv) == 2 and argv[1].lower() not in (b"async", b"sync")):
+        raise CommandError(SYNTAX)
+
+
+def flush_db(client: Client, db: Database) -> None:
+    server = client.server
+    for key in list(db.data):
+        server.blocking.signal_key_as_ready(db.id, key)
+    db.clear()
+    server.touch_all_watched(db)
+
+
+@command("flushdb", -1, "write", categories=f"{_KS} @write @slow @dangerous",
+         summary="Removes all keys from the current database.")
+def flushdb(client: Client, argv: list[bytes]) -> object:
+    _flush_mode(argv)
+    flush_db(client, client.db)
+    client.server.propagate(client.db, [b"FLUSHDB"])
+    return OK
+
+
+@command("flushall", -1, "write", categories=f"{_KS} @write @slow @dangerous",
+         summary="Removes all keys from all databases.")
+def flushall(client: Client, argv: list[bytes]) -> object:
+    _flush_mode(argv)
+    for db in client.server.dbs:
+        flush_db(client, db)
+    client.server.propagate(client.db, [b"FLUSHALL"])
+    return OK
+
+
+def _db_index(client: Client, raw: bytes, error: str) -> int:
+    try:
+        index = parse_int(raw)
+    except CommandError:
+        raise CommandError(error) from None
+    if index < 0 or index >= len(client.server.dbs):
+        raise CommandError(DB_INDEX_OUT_OF_RANGE)
+    return index
+
+
+@command("swapdb", 3, "write fast", categories=f"{_KS} @write @fast @dangerous",
+         summary="Swaps two Redis databases.", since="4.0.0")
+def swapdb(client: Client, argv: list[bytes]) -> object:
+    first = _db_index(client, argv[1], "ERR invalid first DB index")
+    second = _db_index(client, argv[2], "ERR invalid second DB index")
+    server = client.server
+    a, b = server.dbs[first], server.dbs[second]
+    if a is not b:
+        # Swap contents, not Database objects: clients stay on their numbered database.
+        a.data, b.data = b.data, a.data
+        a.expires, b.expires = b.expires, a.expires
+        server.touch_all_watched(a)
+        server.touch_all_watched(b)
+        for db in (a, b):
+            for key in list(db.data):
+                server.blocking.signal_key_as_ready(db.id, key)
+    server.propagate(client.db, [b"SWAPDB", argv[1], argv[2]])
+    return OK
+
+
+@command("move", 3, "write fast", keys=(1, 1, 1), categories=f"{_KS} @write @fast",
+         summary="Moves a key to another database.")
+def move(client: Client, argv: list[bytes]) -> object:
+    target_index = _db_index(client, argv[2], "ERR value is not an integer or out of range")
+    src = client.db
+    dst = client.server.dbs[target_index]
+    if src is dst:
+        raise CommandError("ERR source and destination objects are the same")
+    key = argv[1]
+    value = src.get(key)
+    if value is None or dst.get(key) is not None:
+        return 0
+    expire = src.get_expire(key)
+    src.delete(key)
+    dst.set(key, value)
+    if expire is not None:
+        dst.set_expire(key, expire)
+    server = client.server
+    server.key_changed(src, key)
+    server.key_changed(dst, key)
+    server.propagate(src, [b"MOVE", key, argv[2]])
+    return 1
+
+
+container("object", -2, summary="A container for object introspection commands.",
+          since="2.2.3")
+
+
+def object_encoding_of(value: object) -> str:
+    encoding = getattr(value, "ENCODING", None)
+    if encoding is not None:
+        return encoding
+    data = getattr(value, "data", b"")
+    if isinstance(data, bytes):
+        try:
+            if len(data) <= 20 and str(int(data)).encode() == data:
+                return "int"
+        except ValueError:
+            pass
+        return "embstr" if len(data) <= 44 else "raw"
+    return "raw"
+
+
+@command("object|encoding", 3, "readonly", keys=(2, 2, 1), categories=f"{_KS} @read @slow",
+         since="2.2.3")
+def object_encoding(client: Client, argv: list[bytes]) -> object:
+    value = client.db.get(argv[2])
+    if value is None:
+        return None
+    return object_encoding_of(value).encode()
+
+
+@command("object|refcount", 3, "readonly", keys=(2, 2, 1), categories=f"{_KS} @read @slow",
+         since="2.2.3")
+def object_refcount(client: Client, argv: list[bytes]) -> object:
+    return None if client.db.get(argv[2]) is None else 1
+
+
+@command("object|help", 2, "loading stale", categories=f"{_KS} @slow", since="6.2.0")
+def object_help(client: Client, argv: list[bytes]) -> object:
+    from server.commands.help import help_reply
+
+    return help_reply("OBJECT", [
+        "ENCODING <key>",
+        "    Return the kind of internal representation used in order to store the value",
+        "    associated with a <key>.",
+        "REFCOUNT <key>", "    Return the number of references of the value associated with the specified",
+        "    <key>.",
+    ])

@@ -1,0 +1,302 @@
+"""Server commands: INFO, CONFIG, TIME, DEBUG, SHUTDOWN, SLOWLOG, ACL WHOAMI, MEMORY, MONITOR."""
+
+from __future__ import annotations
+
+import time
+
+from protocol.encoder import OK, SimpleString, Verbatim
+from server.client import Client
+from server.commands import command_cmd  # noqa: F401 - registers COMMAND
+from server.commands.help import help_reply
+from server.config import ConfigError
+from server.dispatch import command, container
+from server.errors import SYNTAX, CommandError
+from server.info import render_info
+from server.parsing import eq, parse_float, parse_int
+
+_ADMIN = "@admin @slow @dangerous"
+
+
+@command("info", -1, "loading stale", categories="@slow @dangerous",
+         summary="Returns information and statistics about the server.", group="server",
+         tips="nondeterministic_output")
+def info(client: Client, argv: list[bytes]) -> object:
+    sections = [a.decode(errors="replace") for a in argv[1:]]
+    return Verbatim(render_info(client.server, sections))
+
+
+@command("time", 1, "loading stale fast", categories="@fast", summary="Returns the server time.",
+         since="2.6.0", group="server", tips="nondeterministic_output")
+def time_(client: Client, argv: list[bytes]) -> object:
+    now_us = time.time_ns() // 1000
+    return [str(now_us // 1_000_000).encode(), str(now_us % 1_000_000).encode()]
+
+
+# -- CONFIG ----------------------------------------------------------------------------------
+container("config", -2, summary="A container for server configuration commands.", since="2.0.0",
+          group="server")
+
+
+@command("config|get", -3, "admin noscript loading stale", categories=_ADMIN, since="2.0.0",
+         group="server")
+def config_get(client: Client, argv: list[bytes]) -> object:
+    config = client.server.config
+    result: dict[bytes, bytes] = {}
+    for pattern in argv[2:]:
+        for name in config.matching(pattern.decode(errors="replace")):
+            result[name.encode()] = config.render(name).encode()
+    return result
+
+
+@command("config|set", -4, "admin noscript loading stale", categories=_ADMIN, since="2.0.0",
+         group="server")
+def config_set(client: Client, argv: list[bytes]) -> object:
+    if len(argv) % 2:
+        raise CommandError("ERR wrong number of arguments for 'config|set' command")
+    config = client.server.config
+    pairs = [(argv[i].decode(errors="replace"), argv[i + 1].decode(errors="replace"))
+             for i in range(2, len(argv), 2)]
+    names = [name.lower() for name, _ in pairs]
+    if len(set(names)) != len(names):
+        raise CommandError(f"ERR CONFIG SET failed (possibly related to argument '{names[0]}')"
+                           " - duplicate parameter")
+    for name, _ in pairs:
+        if config.spec(name) is None:
+            raise CommandError(
+                f"ERR Unknown option or number of arguments for CONFIG SET - '{name}'")
+    # All or nothing: validate every value first, then apply.
+    for name, value in pairs:
+        spec = config.spec(name)
+        assert spec is not None
+        try:
+            if not spec.mutable:
+                raise ConfigError("can't set immutable config")
+            spec.parse(value)
+        except ConfigError as exc:
+            raise CommandError(f"ERR CONFIG SET failed (possibly related to argument "
+                               f"'{name}') - {exc}") from None
+    for name, value in pairs:
+        try:
+            config.set_from_text(name, value, at_runtime=True)
+        except (ConfigError, OSError) as exc:
+            raise CommandError(f"ERR CONFIG SET failed (possibly related to argument "
+                               f"'{name}') - {exc}") from None
+    return OK
+
+
+@command("config|resetstat", 2, "admin noscript loading stale", categories=_ADMIN,
+         since="2.0.0", group="server")
+def config_resetstat(client: Client, argv: list[bytes]) -> object:
+    from server.dispatch import COMMANDS
+
+    server = client.server
+    server.stats.reset()
+    for spec in COMMANDS.values():
+        for one in (spec, *spec.subcommands.values()):
+            one.calls = one.usec = one.rejected_calls = one.failed_calls = 0
+    return OK
+
+
+@command("config|help", 2, "loading stale", categories="@slow", since="5.0.0", group="server")
+def config_help(client: Client, argv: list[bytes]) -> object:
+    return help_reply("CONFIG", [
+        "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
+        "SET <directive> <value>", "    Set the configuration <directive> to <value>.",
+        "RESETSTAT", "    Reset statistics reported by the INFO command.",
+    ])
+
+
+# -- DEBUG -----------------------------------------------------------------------------------
+def _debug_allowed(client: Client) -> bool:
+    mode = client.server.config["enable-debug-command"]
+    if mode == "yes":
+        return True
+    return mode == "local" and client.addr.startswith(("127.", "[::1]", "[::ffff:127."))
+
+
+@command("debug", -2, "admin noscript loading stale protected", categories=_ADMIN,
+         summary="A container for debugging commands.", group="server")
+def debug(client: Client, argv: list[bytes]) -> object:
+    if not _debug_allowed(client):
+        raise CommandError(
+            "ERR DEBUG command not allowed. If the enable-debug-command option is set to "
+            "\"local\", you can run it from a local connection, otherwise you need to set this "
+            "option in the configuration file, and then restart the server.")
+    sub = argv[1].lower()
+    if sub == b"sleep" and len(argv) == 3:
+        seconds = parse_float(argv[2])
+        time.sleep(max(0.0, seconds))  # blocks the whole server, exactly as Redis does
+        return OK
+    if sub == b"set-active-expire" and len(argv) == 3:
+        return OK
+    if sub == b"reload" or sub == b"jmap":
+        handler = client.server.debug_handlers.get(sub.decode())
+        if handler is not None:
+            return handler(client, argv)
+    if sub == b"help":
+        return help_reply("DEBUG", [
+            "SLEEP <seconds>", "    Stop the server for <seconds>. Decimals allowed.",
+            "RELOAD", "    Save the dataset to disk, flush it and load it back.",
+        ])
+    raise CommandError(f"ERR unknown subcommand or wrong number of arguments for "
+                       f"'{argv[1].decode(errors='replace')}'. Try DEBUG HELP.")
+
+
+# -- SHUTDOWN --------------------------------------------------------------------------------
+@command("shutdown", -1, "admin noscript loading stale no-multi sentinel allow-busy",
+         categories=_ADMIN, summary="Synchronously saves the database(s) to disk and shuts down "
+         "the Redis server.", group="server")
+def shutdown(client: Client, argv: list[bytes]) -> object:
+    nosave = save = False
+    for opt in argv[1:]:
+        low = opt.lower()
+        if low == b"nosave":
+            nosave = True
+        elif low == b"save":
+            save = True
+        elif low in (b"now", b"force"):
+            continue
+        elif low == b"abort":
+            raise CommandError("ERR No shutdown in progress.")
+        else:
+            raise CommandError(SYNTAX)
+    if nosave and save:
+        raise CommandError(SYNTAX)
+    if client.multi is not None or client.in_exec:
+        raise CommandError("ERR Command not allowed inside a transaction")
+    client.server.request_shutdown(nosave)
+    # Like Redis, a successful SHUTDOWN answers nothing: the connection just closes.
+    from server.dispatch import NO_REPLY
+
+    return NO_REPLY
+
+
+# -- SLOWLOG ---------------------------------------------------------------------------------
+container("slowlog", -2, summary="A container for slow log commands.", since="2.2.12",
+          group="server")
+
+
+@command("slowlog|get", -2, "admin loading stale", categories=_ADMIN, since="2.2.12",
+         group="server")
+def slowlog_get(client: Client, argv: list[bytes]) -> object:
+    count = 10
+    if len(argv) == 3:
+        try:
+            count = parse_int(argv[2])
+        except CommandError:
+            raise CommandError("ERR count should be greater than or equal to -1") from None
+        if count < -1:
+            raise CommandError("ERR count should be greater than or equal to -1")
+    elif len(argv) > 3:
+        raise CommandError("ERR wrong number of arguments for 'slowlog|get' command")
+    entries = list(client.server.slowlog)
+    if count >= 0:
+        entries = entries[:count]
+    return [[e.id, e.time, e.duration, list(e.argv), e.addr, e.name] for e in entries]
+
+
+@command("slowlog|len", 2, "admin loading stale", categories=_ADMIN, since="2.2.12",
+         group="server")
+def slowlog_len(client: Client, argv: list[bytes]) -> object:
+    return len(client.server.slowlog)
+
+
+@command("slowlog|reset", 2, "admin loading stale", categories=_ADMIN, since="2.2.12",
+         group="server")
+def slowlog_reset(client: Client, argv: list[bytes]) -> object:
+    client.server.slowlog.clear()
+    return OK
+
+
+@command("slowlog|help", 2, "loading stale", categories="@slow", since="6.2.0", group="server")
+def slowlog_help(client: Client, argv: list[bytes]) -> object:
+    return help_reply("SLOWLOG", [
+        "GET [<count>]",
+        "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+        "    Entries are made of:",
+        "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+        "    client name",
+        "LEN", "    Return the length of the slowlog.",
+        "RESET", "    Reset the slowlog.",
+    ])
+
+
+# -- ACL (only the default user exists) ------------------------------------------------------
+container("acl", -2, summary="A container for Access List Control commands.", since="6.0.0",
+          group="server")
+
+
+@command("acl|whoami", 2, "noscript loading stale", categories="@slow", since="6.0.0",
+         group="server")
+def acl_whoami(client: Client, argv: list[bytes]) -> object:
+    return client.user.encode()
+
+
+@command("acl|users", 2, "admin noscript loading stale", categories=_ADMIN, since="6.0.0",
+         group="server")
+def acl_users(client: Client, argv: list[bytes]) -> object:
+    return [b"default"]
+
+
+# -- MEMORY ----------------------------------------------------------------------------------
+container("memory", -2, summary="A container for memory diagnostics commands.", since="4.0.0",
+          group="server")
+
+
+@command("memory|usage", -3, "readonly", keys=(2, 2, 1), categories="@read @slow",
+         since="4.0.0", group="server")
+def memory_usage(client: Client, argv: list[bytes]) -> object:
+    i = 3
+    while i < len(argv):
+        if eq(argv[i], b"samples") and i + 1 < len(argv):
+            if parse_int(argv[i + 1]) < 0:
+                raise CommandError(SYNTAX)
+            i += 2
+        else:
+            raise CommandError(SYNTAX)
+    value = client.db.get(argv[2])
+    if value is None:
+        return None
+    key_overhead = 56 + len(argv[2])
+    usage = getattr(value, "memory_usage", None)
+    if usage is not None:
+        return key_overhead + usage()
+    return key_overhead + len(getattr(value, "data", b""))
+
+
+# -- MONITOR ---------------------------------------------------------------------------------
+@command("monitor", 1, "admin noscript loading stale", categories=_ADMIN,
+         summary="Listens for all requests received by the server in real-time.", group="server")
+def monitor(client: Client, argv: list[bytes]) -> object:
+    if client.multi is not None or client.in_exec:
+        raise CommandError("ERR MONITOR isn't allowed for DENY BLOCKING client")
+    if not client.monitor:
+        client.monitor = True
+        client.server.monitors.append(client)
+    return OK
+
+
+def format_monitor_line(client: Client, argv: list[bytes]) -> SimpleString:
+    """`+1700000000.123456 [0 127.0.0.1:5555] "cmd" "arg"` with Redis's escaping."""
+    now = time.time()
+    args = " ".join('"' + _repr_arg(a) + '"' for a in argv)
+    return SimpleString(f"{now:.6f} [{client.db.id} {client.addr}] {args}")
+
+
+def _repr_arg(arg: bytes) -> str:
+    out = []
+    for b in arg:
+        ch = chr(b)
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif 32 <= b < 127:
+            out.append(ch)
+        else:
+            out.append(f"\\x{b:02x}")
+    return "".join(out)

@@ -1,0 +1,98 @@
+"""MULTI, EXEC, DISCARD, WATCH, UNWATCH (optimistic locking as multi.c)."""
+
+from __future__ import annotations
+
+from protocol.encoder import NULL_ARRAY, OK, ErrorReply
+from server.client import Client
+from server.dispatch import call, command, lookup
+from server.errors import CommandError
+
+_CAT = "@fast @transaction"
+
+
+@command("multi", 1, "noscript loading stale fast allow-busy", categories=_CAT,
+         summary="Starts a transaction.", since="1.2.0", group="transactions")
+def multi(client: Client, argv: list[bytes]) -> object:
+    if client.multi is not None:
+        raise CommandError("ERR MULTI calls can not be nested")
+    client.multi = []
+    client.multi_error = False
+    return OK
+
+
+@command("discard", 1, "noscript loading stale fast allow-busy", categories=_CAT,
+         summary="Discards a transaction.", since="2.0.0", group="transactions")
+def discard(client: Client, argv: list[bytes]) -> object:
+    if client.multi is None:
+        raise CommandError("ERR DISCARD without MULTI")
+    client.multi = None
+    client.multi_error = False
+    client.server.unwatch_all(client)
+    return OK
+
+
+@command("exec", 1, "noscript loading stale skip-slowlog", categories="@slow @transaction",
+         summary="Executes all commands in a transaction.", since="1.2.0", group="transactions")
+def exec_(client: Client, argv: list[bytes]) -> object:
+    if client.multi is None:
+        raise CommandError("ERR EXEC without MULTI")
+    queued = client.multi
+    aborted = client.multi_error
+    dirty = client.cas_dirty
+    client.multi = None
+    client.multi_error = False
+    server = client.server
+    server.unwatch_all(client)
+    if aborted:
+        return ErrorReply("EXECABORT Transaction discarded because of previous errors.")
+    if dirty:
+        return NULL_ARRAY
+    replies = []
+    client.in_exec = True
+    hooks = server.propagate_hooks
+    try:
+        for hook in hooks:
+            getattr(hook, "begin_transaction", lambda: None)()
+        for queued_argv in queued:
+            try:
+                spec = lookup(queued_argv)
+            except CommandError as exc:
+                replies.append(ErrorReply(exc.message))
+                continue
+            reply = call(client, spec, queued_argv)
+            from server.blocking import BlockRequest
+
+            if type(reply) is BlockRequest:  # BLOCK inside MULTI acts as a non-blocking read
+                reply = reply.timeout_reply
+            replies.append(reply)
+    finally:
+        client.in_exec = False
+        for hook in hooks:
+            getattr(hook, "end_transaction", lambda: None)()
+    return replies
+
+
+@command("watch", -2, "noscript loading stale fast allow-busy", keys=(1, -1, 1),
+         categories=_CAT, summary="Monitors changes to keys to determine the execution of a "
+         "transaction.", since="2.2.0", group="transactions")
+def watch(client: Client, argv: list[bytes]) -> object:
+    if client.multi is not None:
+        raise CommandError("ERR WATCH inside MULTI is not allowed")
+    server = client.server
+    db_id = client.db.id
+    for key in argv[1:]:
+        ref = (db_id, key)
+        if ref in client.watched:
+            continue
+        client.watched.append(ref)
+        server.watched_keys.setdefault(ref, set()).add(client)
+        # A key that is logically expired at WATCH time counts as changed if it expires later.
+    return OK
+
+
+@command("unwatch", 1, "noscript loading stale fast allow-busy", categories=_CAT,
+         summary="Forgets about watched keys of a transaction.", since="2.2.0",
+         group="transactions")
+def unwatch(client: Client, argv: list[bytes]) -> object:
+    client.server.unwatch_all(client)
+    return OK

@@ -1,0 +1,312 @@
+"""Server options: defaults, redis.conf-style files, command-line flags, CONFIG GET/SET.
+
+Options keep Redis's names. Values are stored parsed (int, bool, str, ...); CONFIG GET renders
+them back in Redis's text form.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import shlex
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A bad option name or value; the message is user-facing."""
+
+
+_MEMORY_UNITS = {
+    "": 1, "b": 1, "k": 1000, "kb": 1024, "m": 1000**2, "mb": 1024**2, "g": 1000**3, "gb": 1024**3,
+}
+
+
+def parse_memory(text: str) -> int:
+    """Redis memtoull: '1gb', '512mb', '100k', '42'."""
+    low = text.strip().lower()
+    digits = low.rstrip("bkmg")
+    unit = low[len(digits):]
+    if unit not in _MEMORY_UNITS or not digits.isdigit():
+        raise ConfigError("argument must be a memory value")
+    return int(digits) * _MEMORY_UNITS[unit]
+
+
+def parse_bool(text: str) -> bool:
+    low = text.lower()
+    if low == "yes":
+        return True
+    if low == "no":
+        return False
+    raise ConfigError("argument must be 'yes' or 'no'")
+
+
+def _int_range(lo: int, hi: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError as exc:
+            raise ConfigError("argument couldn't be parsed into an integer") from exc
+        if not lo <= value <= hi:
+            raise ConfigError(f"argument must be between {lo} and {hi} inclusive")
+        return value
+
+    return parse
+
+
+def _mem_range(lo: int, hi: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = parse_memory(text)
+        if not lo <= value <= hi:
+            raise ConfigError(f"argument must be between {lo} and {hi} inclusive")
+        return value
+
+    return parse
+
+
+def _enum(*choices: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        low = text.lower()
+        if low not in choices:
+            raise ConfigError("argument(s) must be one of the following: " + ", ".join(choices))
+        return low
+
+    return parse
+
+
+def _string(text: str) -> str:
+    return text
+
+
+def _save_rules(text: str) -> list[tuple[int, int]]:
+    """'3600 1 300 100' -> [(3600, 1), (300, 100)]; '' disables snapshots on a timer."""
+    parts = text.split()
+    if len(parts) % 2:
+        raise ConfigError("Invalid save parameters")
+    try:
+        rules = [(int(parts[i]), int(parts[i + 1])) for i in range(0, len(parts), 2)]
+    except ValueError as exc:
+        raise ConfigError("Invalid save parameters") from exc
+    if any(s < 1 or c < 0 for s, c in rules):
+        raise ConfigError("Invalid save parameters")
+    return rules
+
+
+def _render_save(rules: list[tuple[int, int]]) -> str:
+    return " ".join(f"{s} {c}" for s, c in rules)
+
+
+def _client_output_buffer_limit(text: str) -> dict[str, tuple[int, int, int]]:
+    """'normal 0 0 0 pubsub 32mb 8mb 60' -> {class: (hard, soft, soft_seconds)}."""
+    parts = text.split()
+    if not parts or len(parts) % 4:
+        raise ConfigError("Wrong number of arguments in buffer limit configuration.")
+    limits: dict[str, tuple[int, int, int]] = {}
+    for i in range(0, len(parts), 4):
+        cls = parts[i].lower()
+        if cls == "slave":
+            cls = "replica"
+        if cls not in ("normal", "replica", "pubsub"):
+            raise ConfigError("Invalid client class specified in buffer limit configuration.")
+        try:
+            hard, soft = parse_memory(parts[i + 1]), parse_memory(parts[i + 2])
+            secs = int(parts[i + 3])
+        except (ConfigError, ValueError) as exc:
+            raise ConfigError("Error in hard, soft or soft_seconds setting in buffer limit configuration.") from exc
+        limits[cls] = (hard, soft, secs)
+    return limits
+
+
+def _render_obl(limits: dict[str, tuple[int, int, int]]) -> str:
+    return " ".join(f"{cls} {h} {s} {secs}" for cls, (h, s, secs) in limits.items())
+
+
+def _render_default(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return " ".join(str(v) for v in value)
+    return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class OptionSpec:
+    name: str
+    default: Any
+    parse: Callable[[str], Any]
+    mutable: bool = True
+    render: Callable[[Any], str] = _render_default
+    aliases: tuple[str, ...] = ()
+
+
+_MAX = 2**63 - 1
+
+OPTIONS: list[OptionSpec] = [
+    OptionSpec("port", 6379, _int_range(0, 65535), mutable=False),
+    OptionSpec("bind", ["127.0.0.1"], lambda t: t.split(), mutable=False),
+    OptionSpec("databases", 16, _int_range(1, 2**31 - 1), mutable=False),
+    OptionSpec("requirepass", "", _string),
+    OptionSpec("protected-mode", True, parse_bool),
+    OptionSpec("loglevel", "notice", _enum("debug", "verbose", "notice", "warning", "nothing")),
+    OptionSpec("logfile", "", _string, mutable=False),
+    OptionSpec("dir", ".", _string),
+    OptionSpec("maxclients", 10000, _int_range(1, 2**31 - 1)),
+    OptionSpec("timeout", 0, _int_range(0, 2**31 - 1)),
+    OptionSpec("tcp-keepalive", 300, _int_range(0, 2**31 - 1)),
+    OptionSpec("hz", 10, _int_range(1, 500)),
+    OptionSpec("daemonize", False, parse_bool, mutable=False),
+    OptionSpec("pidfile", "", _string, mutable=False),
+    OptionSpec("proto-max-bulk-len", 512 * 1024 * 1024, _mem_range(1024 * 1024, _MAX)),
+    OptionSpec("client-query-buffer-limit", 1024**3, _mem_range(1024 * 1024, _MAX)),
+    OptionSpec(
+        "client-output-buffer-limit",
+        {"normal": (0, 0, 0), "replica": (256 * 1024**2, 64 * 1024**2, 60),
+         "pubsub": (32 * 1024**2, 8 * 1024**2, 60)},
+        _client_output_buffer_limit,
+        render=_render_obl,
+    ),
+    OptionSpec("maxmemory", 0, _mem_range(0, _MAX)),
+    OptionSpec(
+        "maxmemory-policy", "noeviction",
+        _enum("noeviction", "allkeys-lru", "volatile-lru", "allkeys-lfu", "volatile-lfu",
+              "allkeys-random", "volatile-random", "volatile-ttl"),
+    ),
+    OptionSpec("stream-node-max-bytes", 4096, _mem_range(0, _MAX)),
+    OptionSpec("stream-node-max-entries", 100, _int_range(0, _MAX)),
+    OptionSpec("appendonly", True, parse_bool),
+    OptionSpec("appendfilename", "appendonly.aof", _string, mutable=False),
+    OptionSpec("appendfsync", "everysec", _enum("everysec", "always", "no")),
+    OptionSpec("auto-aof-rewrite-percentage", 100, _int_range(0, 2**31 - 1)),
+    OptionSpec("auto-aof-rewrite-min-size", 64 * 1024**2, _mem_range(0, _MAX)),
+    OptionSpec("aof-load-truncated", True, parse_bool),
+    OptionSpec("save", [(3600, 1), (300, 100), (60, 10000)], _save_rules, render=_render_save),
+    OptionSpec("dbfilename", "dump.xsnap", _string),
+    OptionSpec("stop-writes-on-bgsave-error", True, parse_bool),
+    OptionSpec("slowlog-log-slower-than", 10000, _int_range(-1, _MAX)),
+    OptionSpec("slowlog-max-len", 128, _int_range(0, 2**63 - 1)),
+    OptionSpec("latency-monitor-threshold", 0, _int_range(0, _MAX)),
+    OptionSpec("notify-keyspace-events", "", _string),
+    OptionSpec("enable-debug-command", "local", _enum("no", "yes", "local"), mutable=False),
+]
+
+_BY_NAME: dict[str, OptionSpec] = {}
+for _spec in OPTIONS:
+    _BY_NAME[_spec.name] = _spec
+    for _alias in _spec.aliases:
+        _BY_NAME[_alias] = _spec
+
+
+class Config:
+    """The live option values. Listeners registered per name run after a successful set."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, Any] = {spec.name: spec.default for spec in OPTIONS}
+        self._listeners: dict[str, list[Callable[[Any], None]]] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    def get(self, name: str) -> Any:
+        return self._values[name]
+
+    @staticmethod
+    def spec(name: str) -> OptionSpec | None:
+        return _BY_NAME.get(name.lower())
+
+    def set_from_text(self, name: str, text: str, at_runtime: bool = False) -> None:
+        spec = self.spec(name)
+        if spec is None:
+            raise ConfigError(f"Unknown option or number of arguments for CONFIG SET - '{name}'")
+        if at_runtime and not spec.mutable:
+            raise ConfigError("can't set immutable config")
+        value = spec.parse(text)
+        self._values[spec.name] = value
+        for listener in self._listeners.get(spec.name, ()):
+            listener(value)
+
+    def on_change(self, name: str, listener: Callable[[Any], None]) -> None:
+        self._listeners.setdefault(name, []).append(listener)
+
+    def render(self, name: str) -> str:
+        spec = _BY_NAME[name]
+        return spec.render(self._values[spec.name])
+
+    def matching(self, pattern: str) -> Iterable[str]:
+        """Option names matching a CONFIG GET glob, case-insensitively."""
+        low = pattern.lower()
+        for spec in OPTIONS:
+            if fnmatch.fnmatchcase(spec.name, low):
+                yield spec.name
+
+
+def parse_config_file(text: str) -> list[tuple[str, str]]:
+    """redis.conf lines: 'name value...' with quoting; comments and blank lines skipped."""
+    pairs: list[tuple[str, str]] = []
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            words = shlex.split(line, comments=False, posix=True)
+        except ValueError as exc:
+            raise ConfigError(f"line {lineno}: {exc}") from exc
+        if not words:
+            continue
+        name, args = words[0].lower(), words[1:]
+        # `save ""` means no rules; several `save` lines add up as in redis.conf.
+        pairs.append((name, " ".join(args)))
+    return pairs
+
+
+def parse_command_line(argv: list[str]) -> tuple[str | None, list[tuple[str, str]]]:
+    """`[config-file] [--name value ...]` -> (file, pairs). A flag takes every word up to the next
+    `--flag`, as redis-server does (`--save 60 1`)."""
+    config_file = None
+    rest = list(argv)
+    if rest and not rest[0].startswith("--"):
+        config_file = rest.pop(0)
+    pairs: list[tuple[str, str]] = []
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if not word.startswith("--") or len(word) == 2:
+            raise ConfigError(f"unexpected argument '{word}' (options are --name value)")
+        name = word[2:].lower()
+        i += 1
+        values: list[str] = []
+        while i < len(rest) and not rest[i].startswith("--"):
+            values.append(rest[i])
+            i += 1
+        pairs.append((name, " ".join(values)))
+    return config_file, pairs
+
+
+def load_config(argv: list[str]) -> Config:
+    """Build a Config from the command line (and the file it names); raises ConfigError."""
+    config = Config()
+    config_file, flag_pairs = parse_command_line(argv)
+    pairs: list[tuple[str, str]] = []
+    if config_file is not None:
+        try:
+            with open(config_file, encoding="utf-8") as fh:
+                pairs.extend(parse_config_file(fh.read()))
+        except OSError as exc:
+            raise ConfigError(f"can't open config file '{config_file}': {exc.strerror}") from exc
+    pairs.extend(flag_pairs)
+    save_seen = False
+    for name, value in pairs:
+        spec = config.spec(name)
+        if spec is None:
+            raise ConfigError(f"Bad directive or wrong number of arguments: '{name}'")
+        if spec.name == "save":
+            # Multiple save directives accumulate; the first one replaces the defaults.
+            rules = _save_rules(value)
+            base = config["save"] if save_seen else []
+            config._values["save"] = base + rules
+            save_seen = True
+            continue
+        try:
+            config.set_from_text(spec.name, value)
+        except ConfigError as exc:
+            raise ConfigError(f"'{name} {value}': {exc}") from exc
+    return config

@@ -1,0 +1,175 @@
+"""One asyncio.Protocol per client: feed the reader, run the commands, write the replies."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from typing import TYPE_CHECKING
+
+from protocol.encoder import encode
+from protocol.reader import ProtocolError, make_reader
+
+if TYPE_CHECKING:
+    from server.app import Server
+    from server.client import Client
+
+# Set XSTREAMD_PURE_PYTHON_READER=1 to use the pure-Python RESP reader (tests run both).
+_USE_HIREDIS = os.environ.get("XSTREAMD_PURE_PYTHON_READER", "") in ("", "0")
+
+_LOOPBACK_PREFIXES = ("127.", "::1", "::ffff:127.")
+
+PROTECTED_MODE_TEXT = (
+    "DENIED Redis is running in protected mode because protected mode is enabled and no password "
+    "is set for the default user. In this mode connections are only accepted from the loopback "
+    "interface. If you want to connect from external computers to Redis you may adopt one of the "
+    "following solutions: 1) Just disable protected mode sending the command 'CONFIG SET "
+    "protected-mode no' from the loopback interface by connecting to Redis from the same host "
+    "the server is running, however MAKE SURE Redis is not publicly accessible from internet if "
+    "you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just "
+    "disable the protected mode by editing the Redis configuration file, and setting the protected "
+    "mode option to 'no', and then restarting the server. 3) If you started the server manually "
+    "just for testing, restart it with the '--protected-mode no' option. 4) Set up an "
+    "authentication password for the default user. NOTE: You only need to do one of the above "
+    "things in order for the server to start accepting connections from the outside."
+)
+
+
+def _format_addr(peer: object) -> str:
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        host = str(peer[0])
+        return f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
+    return str(peer or "")
+
+
+class Connection(asyncio.Protocol):
+    __slots__ = ("server", "transport", "client", "reader")
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.transport: asyncio.Transport | None = None
+        self.client: Client | None = None
+        self.reader = make_reader(server.config["proto-max-bulk-len"], use_hiredis=_USE_HIREDIS)
+
+    # -- asyncio.Protocol ---------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        server = self.server
+        peer = transport.get_extra_info("peername")
+        sock = transport.get_extra_info("sockname")
+        client = server.new_client(self, _format_addr(peer), _format_addr(sock))
+        self.client = client
+        if len(server.clients) > server.config["maxclients"]:
+            server.stats.rejected_connections += 1
+            self._refuse("ERR max number of clients reached")
+            return
+        host = str(peer[0]) if isinstance(peer, tuple) else ""
+        if (server.config["protected-mode"] and not server.config["requirepass"]
+                and not host.startswith(_LOOPBACK_PREFIXES)):
+            server.stats.rejected_connections += 1
+            self._refuse(PROTECTED_MODE_TEXT)
+
+    def _refuse(self, text: str) -> None:
+        assert self.transport is not None and self.client is not None
+        self.transport.write(b"-" + text.encode() + b"\r\n")
+        self.client.closed = True
+        self.server.remove_client(self.client)
+        self.transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        client = self.client
+        if client is None or client.closed:
+            return
+        server = self.server
+        server.stats.net_input_bytes += len(data)
+        client.last_interaction = time.monotonic()
+        reader = self.reader
+        reader.feed(data)
+        try:
+            commands = reader.get_commands()
+            while commands:
+                server.run_commands(client, commands)
+                if client.close_after_reply:
+                    return
+                # The reader hands out the commands before a bad frame first and raises on
+                # the next call, so ask again until it has nothing complete left.
+                commands = reader.get_commands()
+        except ProtocolError as exc:
+            self._protocol_error(str(exc))
+            return
+        if reader.pending_bytes() > server.config["client-query-buffer-limit"]:
+            server.log.warning("Closing client that reached max query buffer length")
+            server.stats.client_query_buffer_limit_disconnections += 1
+            self.close_client()
+
+    def _protocol_error(self, text: str) -> None:
+        """Answer the commands before the bad frame, then the error, then close (Redis's way)."""
+        client = self.client
+        assert client is not None
+        self.server.log.verbose(f"Protocol error ({text}) from client: id={client.id} "
+                                f"addr={client.addr}")
+        client.out += encode(_error(text))
+        client.close_after_reply = True
+        if not client.pending_write:
+            client.pending_write = True
+            self.server.pending_writes.append(client)
+        self.server.schedule_before_sleep()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.client is not None:
+            self.server.remove_client(self.client)
+
+    # -- ClientSink ---------------------------------------------------------------------------
+    def write(self, data: bytearray) -> None:
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        transport.write(data)
+        limits = self.server.config["client-output-buffer-limit"].get("normal")
+        if limits and (limits[0] or limits[1]):
+            self._check_output_limit(transport.get_write_buffer_size(), limits)
+
+    def _check_output_limit(self, size: int, limits: tuple[int, int, int]) -> None:
+        hard, soft, soft_seconds = limits
+        client = self.client
+        assert client is not None
+        over = bool(hard and size >= hard)
+        if not over and soft and size >= soft:
+            now = time.monotonic()
+            if not client.obl_soft_since:
+                client.obl_soft_since = now
+            over = now - client.obl_soft_since >= soft_seconds
+        elif soft:
+            client.obl_soft_since = 0.0
+        if over:
+            self.server.log.warning(
+                f"Client id={client.id} addr={client.addr} scheduled to be closed ASAP for "
+                f"overcoming of output buffer limits.")
+            self.server.stats.client_output_buffer_limit_disconnections += 1
+            self.close_client(abort=True)
+
+    def close_client(self, abort: bool = False) -> None:
+        if self.client is not None:
+            self.server.remove_client(self.client)
+        if self.transport is not None:
+            if abort:
+                self.transport.abort()
+            else:
+                self.transport.close()
+
+    def pause_reading(self) -> None:
+        if self.transport is not None:
+            self.transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        if self.transport is not None:
+            self.transport.resume_reading()
+
+    def output_size(self) -> int:
+        return self.transport.get_write_buffer_size() if self.transport else 0
+
+
+def _error(text: str) -> object:
+    from protocol.encoder import ErrorReply
+
+    return ErrorReply(text)

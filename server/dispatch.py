@@ -1,0 +1,182 @@
+"""The command table and the way a command is run: lookup, arity, auth, MULTI queueing,
+limits, the handler, statistics.
+
+Handlers have the signature `handler(client, argv) -> reply value` (see protocol.encoder) and
+raise server.errors.CommandError for error replies. A handler that must wait for data returns
+a server.blocking.BlockRequest.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from protocol.encoder import ErrorReply, Raw
+from server.errors import CommandError, unknown_command, unknown_subcommand, wrong_arity
+
+if TYPE_CHECKING:
+    from server.client import Client
+
+Handler = Callable[["Client", list[bytes]], Any]
+
+QUEUED = Raw(b"+QUEUED\r\n")
+NO_REPLY = Raw(b"")  # a handler's reply when the client must get nothing (SHUTDOWN)
+
+# Commands allowed before AUTH when a password is set.
+_NO_AUTH = frozenset({b"auth", b"hello", b"quit", b"reset"})
+# Commands run at once even inside MULTI.
+_MULTI_IMMEDIATE = frozenset({b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"})
+
+
+@dataclass(slots=True)
+class CommandSpec:
+    """A command (or a subcommand) as COMMAND INFO describes it."""
+
+    name: str
+    arity: int
+    flags: tuple[str, ...]
+    handler: Handler | None
+    first_key: int = 0
+    last_key: int = 0
+    step: int = 0
+    categories: tuple[str, ...] = ()
+    summary: str = ""
+    since: str = "1.0.0"
+    group: str = "generic"
+    tips: tuple[str, ...] = ()
+    subcommands: dict[bytes, CommandSpec] = field(default_factory=dict)
+    parent: CommandSpec | None = None
+    # Keys found after a keyword (XREAD/XREADGROUP's STREAMS): half of what follows it.
+    key_keyword: str | None = None
+    # statistics for INFO commandstats
+    calls: int = 0
+    usec: int = 0
+    rejected_calls: int = 0
+    failed_calls: int = 0
+    is_write: bool = False
+    denyoom: bool = False
+
+    @property
+    def fullname(self) -> str:
+        return f"{self.parent.name}|{self.name}" if self.parent else self.name
+
+    def arity_ok(self, argc: int) -> bool:
+        return argc == self.arity if self.arity >= 0 else argc >= -self.arity
+
+
+COMMANDS: dict[bytes, CommandSpec] = {}
+
+
+def command(
+    name: str,
+    arity: int,
+    flags: str = "",
+    keys: tuple[int, int, int] = (0, 0, 0),
+    categories: str = "",
+    summary: str = "",
+    since: str = "1.0.0",
+    group: str = "generic",
+    tips: str = "",
+    key_keyword: str | None = None,
+) -> Callable[[Handler], Handler]:
+    """Register a handler. For a subcommand use name 'container|sub' (the container is
+    registered first with handler=None via `container`)."""
+
+    def decorate(handler: Handler) -> Handler:
+        flag_tuple = tuple(flags.split())
+        spec = CommandSpec(
+            name=name.split("|")[-1].lower(), arity=arity, flags=flag_tuple, handler=handler,
+            first_key=keys[0], last_key=keys[1], step=keys[2],
+            categories=tuple(categories.split()), summary=summary, since=since, group=group,
+            tips=tuple(tips.split()), is_write="write" in flag_tuple,
+            denyoom="denyoom" in flag_tuple, key_keyword=key_keyword,
+        )
+        if "|" in name:
+            parent_name = name.split("|")[0].lower().encode()
+            parent = COMMANDS[parent_name]
+            spec.parent = parent
+            parent.subcommands[spec.name.encode()] = spec
+        else:
+            COMMANDS[spec.name.encode()] = spec
+        return handler
+
+    return decorate
+
+
+def container(name: str, arity: int = -2, flags: str = "", summary: str = "",
+              since: str = "1.0.0", group: str = "generic") -> CommandSpec:
+    """Register a command whose real work is done by subcommands (CLIENT, CONFIG, XINFO...)."""
+    spec = CommandSpec(name=name.lower(), arity=arity, flags=tuple(flags.split()), handler=None,
+                       summary=summary, since=since, group=group)
+    COMMANDS[spec.name.encode()] = spec
+    return spec
+
+
+def lookup(argv: list[bytes]) -> CommandSpec:
+    """Find the spec for argv, checking arity; raises CommandError with Redis's texts."""
+    spec = COMMANDS.get(argv[0].lower())
+    if spec is None:
+        raise unknown_command(argv)
+    if spec.subcommands:
+        if len(argv) < 2:
+            if spec.handler is not None:  # COMMAND alone lists everything
+                return spec
+            raise wrong_arity(spec.name)
+        sub = spec.subcommands.get(argv[1].lower())
+        if sub is None:
+            raise unknown_subcommand(argv[1], spec.name)
+        spec = sub
+    if not spec.arity_ok(len(argv)):
+        raise wrong_arity(spec.fullname)
+    return spec
+
+
+def execute(client: Client, argv: list[bytes]) -> Any:
+    """Run one command for client and return its reply value (errors as ErrorReply)."""
+    server = client.server
+    try:
+        spec = lookup(argv)
+    except CommandError as exc:
+        if client.multi is not None:
+            client.multi_error = True
+        server.stats.rejected_calls += 1
+        return ErrorReply(exc.message)
+    name = argv[0].lower()
+    if not client.authenticated and name not in _NO_AUTH:
+        spec.rejected_calls += 1
+        return ErrorReply("NOAUTH Authentication required.")
+    if client.multi is not None and name not in _MULTI_IMMEDIATE:
+        refusal = server.refuse_reason(client, spec)
+        if refusal is not None:
+            client.multi_error = True
+            spec.rejected_calls += 1
+            return ErrorReply(refusal)
+        client.multi.append(argv)
+        return QUEUED
+    return call(client, spec, argv)
+
+
+def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
+    """Run a looked-up command: limit checks, the handler, statistics, MONITOR feed."""
+    server = client.server
+    if spec.is_write or spec.denyoom:
+        refusal = server.refuse_reason(client, spec)
+        if refusal is not None:
+            spec.rejected_calls += 1
+            return ErrorReply(refusal)
+    if server.monitors:
+        server.feed_monitors(client, argv)
+    client.last_cmd = spec.fullname.encode()
+    start = time.perf_counter_ns()
+    try:
+        reply = spec.handler(client, argv)  # type: ignore[misc]
+    except CommandError as exc:
+        reply = ErrorReply(exc.message)
+        spec.failed_calls += 1
+    elapsed_us = (time.perf_counter_ns() - start) // 1000
+    spec.calls += 1
+    spec.usec += elapsed_us
+    server.after_command(client, spec, argv, elapsed_us)
+    return reply

@@ -1,0 +1,56 @@
+"""Argument parsing helpers shared by command handlers (Redis's getLongLongFromObject & co)."""
+
+from __future__ import annotations
+
+import math
+
+from server.errors import NOT_FLOAT, NOT_INTEGER, CommandError
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+
+def is_canonical_int(arg: bytes) -> bool:
+    """string2ll rules: optional '-', no leading zeros, no '+', no spaces, fits int64."""
+    n = len(arg)
+    if n == 0 or n > 20:
+        return False
+    if arg == b"0":
+        return True
+    body = arg[1:] if arg[0] == 45 else arg  # 45 == '-'
+    if not body or not body.isdigit() or body[0] == 48:  # 48 == '0'
+        return False
+    value = int(arg)
+    return INT64_MIN <= value <= INT64_MAX
+
+
+def parse_int(arg: bytes, error: str = NOT_INTEGER) -> int:
+    if not is_canonical_int(arg):
+        raise CommandError(error)
+    return int(arg)
+
+
+def parse_nonneg_int(arg: bytes, error: str) -> int:
+    value = parse_int(arg)
+    if value < 0:
+        raise CommandError(error)
+    return value
+
+
+def parse_float(arg: bytes, error: str = NOT_FLOAT) -> float:
+    """strtold-style: accepts what Redis accepts, rejects spaces and nan."""
+    text = arg.decode("ascii", errors="replace")
+    if not text or text != text.strip():
+        raise CommandError(error)
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise CommandError(error) from exc
+    if math.isnan(value):
+        raise CommandError(error)
+    return value
+
+
+def eq(arg: bytes, word: bytes) -> bool:
+    """Case-insensitive option match; word must be lowercase."""
+    return len(arg) == len(word) and arg.lower() == word

@@ -1,0 +1,56 @@
+"""Counters behind INFO stats, and the instantaneous-ops sampler."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+
+class Stats:
+    __slots__ = (
+        "total_connections_received", "total_commands_processed", "rejected_connections",
+        "rejected_calls", "expired_keys", "keyspace_hits", "keyspace_misses",
+        "net_input_bytes", "net_output_bytes", "unexpected_error_replies", "total_error_replies",
+        "client_query_buffer_limit_disconnections", "client_output_buffer_limit_disconnections",
+        "_samples", "_last_sample", "start_time",
+    )
+
+    def __init__(self) -> None:
+        self.reset()
+        self.start_time = time.time()
+
+    def reset(self) -> None:
+        self.total_connections_received = 0
+        self.total_commands_processed = 0
+        self.rejected_connections = 0
+        self.rejected_calls = 0
+        self.expired_keys = 0
+        self.keyspace_hits = 0
+        self.keyspace_misses = 0
+        self.net_input_bytes = 0
+        self.net_output_bytes = 0
+        self.unexpected_error_replies = 0
+        self.total_error_replies = 0
+        self.client_query_buffer_limit_disconnections = 0
+        self.client_output_buffer_limit_disconnections = 0
+        self._samples: dict[str, deque[float]] = {
+            "ops": deque(maxlen=16), "in": deque(maxlen=16), "out": deque(maxlen=16)
+        }
+        self._last_sample = (time.monotonic(), 0, 0, 0)
+
+    def sample(self) -> None:
+        """Called from the cron: rate since the last sample, averaged over 16 samples."""
+        now = time.monotonic()
+        t0, ops0, in0, out0 = self._last_sample
+        elapsed = now - t0
+        if elapsed <= 0:
+            return
+        self._samples["ops"].append((self.total_commands_processed - ops0) / elapsed)
+        self._samples["in"].append((self.net_input_bytes - in0) / elapsed)
+        self._samples["out"].append((self.net_output_bytes - out0) / elapsed)
+        self._last_sample = (now, self.total_commands_processed, self.net_input_bytes,
+                             self.net_output_bytes)
+
+    def instantaneous(self, name: str) -> float:
+        values = self._samples[name]
+        return sum(values) / len(values) if values else 0.0
