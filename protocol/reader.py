@@ -1,0 +1,453 @@
+"""Sans-IO request reader: bytes from a client -> command argv lists.
+
+It follows Redis's networking.c (processInlineBuffer / processMultibulkBuffer) to the byte,
+error texts included. Two implementations give identical results for any sequence of feed()
+and get_commands() calls:
+
+* PythonRequestReader: a pure-Python port of those rules.
+* HiredisRequestReader: runs hiredis.Reader over the buffer (requests in multibulk form are RESP
+  arrays of bulk strings) and accepts its output only where it provably equals what Redis reads
+  (see _hiredis_pass); everything else, including every partial frame and every error, goes
+  through the Python rules.
+
+Contract of get_commands(): it parses everything buffered and returns the complete commands in
+order (empty commands such as "*0\\r\\n" or a blank inline line are skipped, as Redis does).
+When it meets a malformed frame it returns the commands that precede it and keeps the error;
+the next call raises it. If no command precedes the error, the call raises at once. After an
+error the reader is dead: feed() ignores data and every get_commands() raises the same error.
+``reader.error`` shows a kept error without calling get_commands() again, so a server can run
+the returned batch, then send ``error.reply`` and close.
+
+Parsing happens in get_commands(), so limits that depend on how much is buffered (the 64 KiB
+header and inline limits) see everything fed since the previous call, as Redis sees one read.
+"""
+
+from __future__ import annotations
+
+from itertools import chain
+
+import hiredis
+
+from protocol.errors import (
+    INVALID_BULK_LEN,
+    INVALID_MULTIBULK_LEN,
+    TOO_BIG_BULK_COUNT,
+    TOO_BIG_INLINE,
+    TOO_BIG_MBULK_COUNT,
+    ProtocolError,
+    expected_dollar,
+)
+from protocol.inline import split_args
+
+__all__ = [
+    "DEFAULT_MAX_MULTIBULK_LEN",
+    "DEFAULT_PROTO_MAX_BULK_LEN",
+    "HiredisRequestReader",
+    "INLINE_MAX_SIZE",
+    "ProtocolError",
+    "PythonRequestReader",
+    "RequestReader",
+    "make_reader",
+]
+
+DEFAULT_PROTO_MAX_BULK_LEN = 512 * 1024 * 1024
+DEFAULT_MAX_MULTIBULK_LEN = 1024 * 1024
+INLINE_MAX_SIZE = 64 * 1024  # PROTO_INLINE_MAX_SIZE: header lines and inline requests
+
+_LLONG_MAX = (1 << 63) - 1
+_LLONG_MIN = -(1 << 63)
+_STAR = 42
+_DOLLAR = 36
+# Bytes that start the RESP3 types hiredis turns into bytes elements ('+', '=', '(') or into a
+# plain top-level list ('~', '|'); a batch holding none of them needs no per-frame check.
+_SUSPECT = (b"+", b"=", b"(", b"~", b"|")
+# hiredis passes per get_commands() call; bounds the work when hiredis keeps stopping early
+# (e.g. inline commands mixed with multibulk ones), since each pass feeds it the whole rest.
+_MAX_HIREDIS_PASSES = 4
+_HIREDIS_WINDOW = 64 * 1024
+# Canonical sizes: '$<n>\r\n' + n bytes + '\r\n' for an argument, '*<n>\r\n' for a header.
+_ITEM_SIZE = [n + 5 + len(str(n)) for n in range(8192)]
+_HEADER_SIZE = [3 + len(str(n)) for n in range(1024)]
+
+
+class RequestReader:
+    """Interface of the request readers; make_reader() picks an implementation."""
+
+    __slots__ = ()
+
+    proto_max_bulk_len: int
+    max_multibulk_len: int
+
+    def feed(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    def get_commands(self) -> list[list[bytes]]:
+        raise NotImplementedError
+
+    def pending_bytes(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def error(self) -> ProtocolError | None:
+        raise NotImplementedError
+
+
+def make_reader(
+    proto_max_bulk_len: int = DEFAULT_PROTO_MAX_BULK_LEN,
+    use_hiredis: bool = True,
+    max_multibulk_len: int = DEFAULT_MAX_MULTIBULK_LEN,
+) -> RequestReader:
+    cls = HiredisRequestReader if use_hiredis else PythonRequestReader
+    return cls(proto_max_bulk_len, max_multibulk_len)
+
+
+def _find_cr(buf: bytearray, pos: int) -> int:
+    """strchr(buf + pos, '\\r'): the C search stops at a NUL byte and then finds nothing."""
+    cr = buf.find(b"\r", pos)
+    if cr >= 0 and buf.find(b"\0", pos, cr) >= 0:
+        return -1
+    return cr
+
+
+def _string2ll(buf: bytearray, start: int, end: int) -> int | None:
+    """Redis's string2ll(): strict decimal, no sign but '-', no leading zeros, < 21 chars."""
+    n = end - start
+    if n <= 0 or n >= 21:
+        return None
+    s = bytes(buf[start:end])
+    if s.isdigit():
+        if s[0] == 48 and n > 1:
+            return None
+        v = int(s)
+        return v if v <= _LLONG_MAX else None
+    if n > 1 and s[0] == 45 and s[1] != 48 and s[1:].isdigit():
+        v = -int(s[1:])
+        return v if v >= _LLONG_MIN else None
+    return None
+
+
+class _RespParser(RequestReader):
+    """Buffer, state and the Python parsing rules, shared by both readers."""
+
+    __slots__ = (
+        "proto_max_bulk_len",
+        "max_multibulk_len",
+        "_buf",
+        "_pos",
+        "_mbulk",
+        "_bulk",
+        "_argv",
+        "_frame_bytes",
+        "_error",
+    )
+
+    def __init__(
+        self,
+        proto_max_bulk_len: int = DEFAULT_PROTO_MAX_BULK_LEN,
+        max_multibulk_len: int = DEFAULT_MAX_MULTIBULK_LEN,
+    ) -> None:
+        # Both limits are read at every header, so they can be changed at run time.
+        self.proto_max_bulk_len = proto_max_bulk_len
+        self.max_multibulk_len = max_multibulk_len
+        self._buf = bytearray()
+        self._pos = 0  # start of the unparsed bytes in _buf
+        self._mbulk = 0  # arguments still expected by the current multibulk frame
+        self._bulk = -1  # length of the argument being read, -1 before its header
+        self._argv: list[bytes] = []
+        self._frame_bytes = 0  # bytes of the unfinished frame already moved into _argv
+        self._error: ProtocolError | None = None
+
+    def feed(self, data: bytes) -> None:
+        if self._error is None and data:
+            self._buf += data
+
+    def pending_bytes(self) -> int:
+        """Bytes buffered that do not yet belong to a complete command."""
+        return len(self._buf) - self._pos + self._frame_bytes
+
+    @property
+    def error(self) -> ProtocolError | None:
+        return self._error
+
+    def _fail(self, err: ProtocolError) -> None:
+        self._error = err
+        self._buf = bytearray()
+        self._pos = self._mbulk = self._frame_bytes = 0
+        self._bulk = -1
+        self._argv = []
+
+    def _compact(self) -> None:
+        if self._pos:
+            del self._buf[: self._pos]
+            self._pos = 0
+
+    def _parse_frame(self) -> list[bytes] | None:
+        """Parse one request at _pos (which must be < len(_buf)).
+
+        Returns its argv (empty for a request Redis skips), or None when more data is needed.
+        """
+        if self._mbulk or self._buf[self._pos] == _STAR:
+            return self._parse_multibulk()
+        return self._parse_inline()
+
+    def _parse_inline(self) -> list[bytes] | None:
+        buf = self._buf
+        pos = self._pos
+        # strchr(querybuf + qb_pos, '\n'): a NUL before the newline hides it.
+        nl = buf.find(b"\n", pos)
+        if nl < 0 or buf.find(b"\0", pos, nl) >= 0:
+            if len(buf) - pos > INLINE_MAX_SIZE:
+                raise ProtocolError(TOO_BIG_INLINE)
+            return None
+        end = nl - 1 if nl > pos and buf[nl - 1] == 13 else nl
+        argv = split_args(bytes(buf[pos:end]))
+        self._pos = nl + 1
+        return argv
+
+    def _parse_multibulk(self) -> list[bytes] | None:
+        buf = self._buf
+        pos = start = self._pos
+        end = len(buf)
+        if not self._mbulk:
+            cr = _find_cr(buf, pos)
+            if cr < 0:
+                if end - pos > INLINE_MAX_SIZE:
+                    raise ProtocolError(TOO_BIG_MBULK_COUNT)
+                return None
+            if cr >= end - 1:  # Redis wants one more byte after '\r' (it never checks '\n')
+                return None
+            count = _string2ll(buf, pos + 1, cr)
+            if count is None or count > self.max_multibulk_len:
+                raise ProtocolError(INVALID_MULTIBULK_LEN)
+            pos = cr + 2
+            if count <= 0:
+                self._pos = pos
+                return []
+            self._mbulk = count
+            self._argv = []
+        argv = self._argv
+        mbulk = self._mbulk
+        bulk = self._bulk
+        find = buf.find
+        while mbulk:
+            if bulk < 0:
+                cr = find(b"\r", pos)
+                digits = buf[pos + 1 : cr] if 0 <= cr < end - 1 and buf[pos] == _DOLLAR else b""
+                # Fast path for a well-formed '$<len>\r': no NUL can hide its '\r' then.
+                if digits.isdigit() and len(digits) < 21 and (digits[0] != 48 or len(digits) == 1):
+                    bulk = int(digits)
+                    if bulk > self.proto_max_bulk_len:
+                        raise ProtocolError(INVALID_BULK_LEN)
+                else:
+                    cr = self._bulk_header(pos)
+                    if cr < 0:
+                        break
+                    bulk = _string2ll(buf, pos + 1, cr)  # type: ignore[assignment]
+                pos = cr + 2
+            if end - pos < bulk + 2:  # payload and the two bytes Redis skips after it
+                break
+            argv.append(bytes(buf[pos : pos + bulk]))
+            pos += bulk + 2
+            bulk = -1
+            mbulk -= 1
+        self._pos = pos
+        self._mbulk = mbulk
+        self._bulk = bulk
+        if mbulk:
+            self._frame_bytes += pos - start
+            return None
+        self._frame_bytes = 0
+        self._argv = []
+        return argv
+
+    def _bulk_header(self, pos: int) -> int:
+        """The exact rules for a bulk header at pos that the fast path did not accept.
+
+        Returns the offset of its '\\r' (and then the length is valid), or -1 to wait.
+        """
+        buf = self._buf
+        cr = _find_cr(buf, pos)
+        if cr < 0:
+            if len(buf) - pos > INLINE_MAX_SIZE:
+                raise ProtocolError(TOO_BIG_BULK_COUNT)
+            return -1
+        if cr >= len(buf) - 1:
+            return -1
+        if buf[pos] != _DOLLAR:
+            raise expected_dollar(buf[pos])
+        size = _string2ll(buf, pos + 1, cr)
+        if size is None or size < 0 or size > self.proto_max_bulk_len:
+            raise ProtocolError(INVALID_BULK_LEN)
+        return cr
+
+    def _python_commands(self, out: list[list[bytes]]) -> None:
+        buf = self._buf
+        while self._pos < len(buf):
+            cmd = self._parse_frame()
+            if cmd is None:
+                return
+            if cmd:
+                out.append(cmd)
+
+
+class PythonRequestReader(_RespParser):
+    """Pure-Python reader."""
+
+    __slots__ = ()
+
+    def get_commands(self) -> list[list[bytes]]:
+        if self._error is not None:
+            raise self._error
+        out: list[list[bytes]] = []
+        try:
+            self._python_commands(out)
+        except ProtocolError as err:
+            self._fail(err)
+            if not out:
+                raise
+        self._compact()
+        return out
+
+
+class HiredisRequestReader(_RespParser):
+    """hiredis.Reader for runs of complete multibulk frames, the Python rules for the rest."""
+
+    __slots__ = ("_hr",)
+
+    def __init__(
+        self,
+        proto_max_bulk_len: int = DEFAULT_PROTO_MAX_BULK_LEN,
+        max_multibulk_len: int = DEFAULT_MAX_MULTIBULK_LEN,
+    ) -> None:
+        super().__init__(proto_max_bulk_len, max_multibulk_len)
+        self._hr: hiredis.Reader | None = None  # kept only while it holds no partial reply
+
+    def get_commands(self) -> list[list[bytes]]:
+        if self._error is not None:
+            raise self._error
+        out: list[list[bytes]] = []
+        buf = self._buf
+        passes = 0
+        try_hiredis = True
+        try:
+            while self._pos < len(buf):
+                if (
+                    try_hiredis
+                    and passes < _MAX_HIREDIS_PASSES
+                    and not self._mbulk
+                    and buf[self._pos] == _STAR
+                ):
+                    passes += 1
+                    if not self._hiredis_pass(out):
+                        passes = _MAX_HIREDIS_PASSES  # the rest of this batch goes to Python
+                    # hiredis stopped before the end: a partial frame, an error, or a frame
+                    # it reads differently from Redis. The Python rules take the next frame.
+                    try_hiredis = False
+                    continue
+                cmd = self._parse_frame()
+                if cmd is None:
+                    break
+                if cmd:
+                    out.append(cmd)
+                try_hiredis = True
+        except ProtocolError as err:
+            self._fail(err)
+            self._hr = None
+            if not out:
+                raise
+        self._compact()
+        return out
+
+    def _hiredis_pass(self, out: list[list[bytes]]) -> bool:
+        """Let hiredis read complete frames from _pos; append them to out, advance _pos.
+
+        Returns False when hiredis's reading could not be accepted (nothing consumed).
+        """
+        buf = self._buf
+        pos = self._pos
+        avail = len(buf) - pos
+        hr = self._hr or hiredis.Reader()
+        self._hr = None  # given back below only if it ends between two frames
+        cmds: list = []
+        append = cmds.append
+        gets = hr.gets
+        broken = False
+        # Fed in windows: hiredis moves its unread bytes to the front after each reply once
+        # it has read 1 KiB, which is quadratic on a buffer of many megabytes.
+        try:
+            for off in range(pos, pos + avail, _HIREDIS_WINDOW):
+                hr.feed(buf, off, min(_HIREDIS_WINDOW, pos + avail - off))
+                while (cmd := gets()) is not False:
+                    append(cmd)
+        except Exception:  # hiredis.ProtocolError; its reading stops here, ours goes on
+            broken = True
+        if not cmds:
+            return True  # nothing read; the Python rules take the next frame
+        # Only lists of bytes can be Redis commands ('*' arrays of '$' strings). Exact type
+        # checks also reject hiredis's PushNotification ('>') and every other RESP3 type
+        # except the ones in _SUSPECT.
+        if set(map(type, cmds)) != {list}:
+            return False
+        if not {bytes}.issuperset(map(type, chain.from_iterable(cmds))):
+            return False
+        # Where the frames end if they are canonical (checked next). hiredis's has_data()
+        # cannot tell: it is false when the buffer ends exactly between two elements of an
+        # unfinished array. A reader holding part of a reply would resume mid-frame later.
+        used = _canonical_size(cmds)
+        end = pos + used
+        if any(buf.find(s, pos, end) >= 0 for s in _SUSPECT) and not _all_canonical(buf, pos, cmds):
+            return False
+        # Limits: only a large enough batch can hold an argument or a frame over a limit.
+        limit = self.proto_max_bulk_len
+        if used > limit and max(map(len, chain.from_iterable(cmds))) > limit:
+            return False
+        limit = self.max_multibulk_len
+        if used > 6 * limit and max(map(len, cmds)) > limit:
+            return False
+        if all(cmds):
+            out += cmds
+        else:
+            out.extend(filter(None, cmds))  # "*0\r\n" frames are skipped, as Redis does
+        self._pos = end
+        if used == avail and not broken:
+            self._hr = hr
+        return True
+
+
+def _canonical_size(cmds: list[list[bytes]]) -> int:
+    """Bytes taken by cmds written as '*<n>\\r\\n' frames of '$<len>\\r\\n<arg>\\r\\n'."""
+    try:  # table lookups keep the loop in C; one longer argument takes the slower way
+        return sum(map(_ITEM_SIZE.__getitem__, map(len, chain.from_iterable(cmds)))) + sum(
+            map(_HEADER_SIZE.__getitem__, map(len, cmds))
+        )
+    except IndexError:
+        lens = list(map(len, chain.from_iterable(cmds)))
+        counts = list(map(len, cmds))
+        return (
+            sum(lens)
+            + 5 * len(lens)
+            + sum(map(len, map(str, lens)))
+            + 3 * len(counts)
+            + sum(map(len, map(str, counts)))
+        )
+
+
+def _all_canonical(buf: bytearray, pos: int, cmds: list[list[bytes]]) -> bool:
+    """Check that every frame starts with '*' and every argument with '$' at the offsets
+    the canonical encoding puts them. hiredis reads numbers exactly like Redis does, so
+    with the type bytes right its reading is Redis's. By induction on the items in buffer
+    order, the first item of another type sits where we look, so none is missed."""
+    off = pos
+    try:
+        for cmd in cmds:
+            if buf[off] != _STAR:
+                return False
+            off += 3 + len(str(len(cmd)))
+            for arg in cmd:
+                if buf[off] != _DOLLAR:
+                    return False
+                n = len(arg)
+                off += n + 5 + len(str(n))
+    except IndexError:
+        return False
+    return True
