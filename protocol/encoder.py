@@ -1,0 +1,325 @@
+"""Reply values -> RESP2 / RESP3 bytes (as Redis 7/8 write them).
+
+Python values map to RESP types as follows (RESP3 / RESP2):
+
+    bytes, bytearray, memoryview   bulk string            $<len>\\r\\n...\\r\\n
+    str                            bulk string of its UTF-8 (surrogateescape)
+    int                            :<n>
+    bool                           #t / #f                 :1 / :0
+    float                          ,<text>                 bulk string of the same text
+    None                           _                       $-1 (null bulk)
+    list, tuple                    *<n> (recursively)
+    dict                           %<n> k v ...            *<2n> k v ...
+    set, frozenset, SetReply       ~<n>                    *<n>
+    Push                           ><n>                    *<n>
+    SimpleString                   +<text>
+    ErrorReply                     -<text> (the text carries its code: "ERR ...", "WRONGTYPE ...")
+    Verbatim                       =<len>\\r\\ntxt:<text>   bulk string of the text
+    NULL_ARRAY                     _                       *-1
+    Raw                            written as it is, whatever the protocol
+
+Floats use Redis's d2string() rules: "nan", "inf", "-inf", "0"/"-0", integral values within
++-2^62 as integers, anything else as Python's shortest round-trip repr().
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+__all__ = [
+    "EMPTY_ARRAY",
+    "NULL_ARRAY",
+    "NULL_BULK2",
+    "OK",
+    "PONG",
+    "QUEUED",
+    "ErrorReply",
+    "Push",
+    "Raw",
+    "SetReply",
+    "SimpleString",
+    "Verbatim",
+    "encode",
+    "encode_into",
+    "format_double",
+]
+
+
+class SimpleString(str):
+    """A status reply: +<text>\\r\\n."""
+
+    __slots__ = ()
+
+
+class ErrorReply(str):
+    """An error reply: -<text>\\r\\n; the text starts with its code, e.g. 'ERR ...'."""
+
+    __slots__ = ()
+
+
+class Push(list):
+    """An out-of-band push (pub/sub style): >n in RESP3, *n in RESP2."""
+
+    __slots__ = ()
+
+
+class SetReply(list):
+    """An ordered set reply: ~n in RESP3, *n in RESP2."""
+
+    __slots__ = ()
+
+
+class Raw(bytes):
+    """Bytes already in RESP form, written as they are."""
+
+    __slots__ = ()
+
+
+class Verbatim:
+    """A verbatim string: =<len>\\r\\n<fmt>:<text>\\r\\n in RESP3, a bulk string in RESP2."""
+
+    __slots__ = ("text", "fmt")
+
+    def __init__(self, text: str | bytes, fmt: str = "txt") -> None:
+        if len(fmt) != 3:
+            raise ValueError("verbatim format must be 3 characters")
+        self.text = text
+        self.fmt = fmt
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Verbatim) and self.text == other.text and self.fmt == other.fmt
+
+    def __hash__(self) -> int:
+        return hash((self.text, self.fmt))
+
+    def __repr__(self) -> str:
+        return f"Verbatim({self.text!r}, {self.fmt!r})"
+
+
+class _NullArray:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NULL_ARRAY"
+
+    def __reduce__(self) -> str:
+        return "NULL_ARRAY"
+
+
+NULL_ARRAY = _NullArray()
+
+OK = Raw(b"+OK\r\n")
+PONG = Raw(b"+PONG\r\n")
+QUEUED = Raw(b"+QUEUED\r\n")
+EMPTY_ARRAY = Raw(b"*0\r\n")  # the same in both protocols
+NULL_BULK2 = Raw(b"$-1\r\n")  # RESP2's null bulk, whatever the client's protocol
+
+CRLF = b"\r\n"
+# Precomputed replies and headers; a list index beats bytes formatting about 3x.
+_N_INT = 10000
+_N_BULK = 1024
+_N_AGG = 1024
+_INT = [b":%d\r\n" % i for i in range(_N_INT)]
+_BULK = [b"$%d\r\n" % i for i in range(_N_BULK)]
+_ARRAY = [b"*%d\r\n" % i for i in range(_N_AGG)]
+_NULL3 = b"_\r\n"
+_NULL_BULK = b"$-1\r\n"
+_NULL_ARRAY2 = b"*-1\r\n"
+_TRUE3 = b"#t\r\n"
+_FALSE3 = b"#f\r\n"
+
+_Append = Callable[[bytes], None]
+
+
+def format_double(d: float) -> str:
+    """The text Redis's d2string() gives for a double."""
+    if d != d:
+        return "nan"
+    if d == math.inf:
+        return "inf"
+    if d == -math.inf:
+        return "-inf"
+    if d == 0.0:
+        return "-0" if math.copysign(1.0, d) < 0 else "0"
+    # Integral doubles within +-LLONG_MAX/2 are printed as integers.
+    if -4611686018427387903.0 <= d <= 4611686018427387903.0 and d == int(d):
+        return str(int(d))
+    return repr(d)
+
+
+def encode(value: Any, protocol: int = 2) -> bytes:
+    """Encode one reply for a client speaking RESP `protocol` (2 or 3)."""
+    t = type(value)
+    if t is Raw:
+        return value
+    if t is int and 0 <= value < _N_INT:
+        return _INT[value]
+    if t is bytes:
+        n = len(value)
+        return b"".join((_BULK[n] if n < _N_BULK else b"$%d\r\n" % n, value, CRLF))
+    parts: list[bytes] = []
+    _encode(parts.append, value, protocol == 3)
+    return b"".join(parts)
+
+
+def encode_into(out: bytearray, value: Any, protocol: int = 2) -> None:
+    """Append the encoding of one reply to a batch buffer."""
+    t = type(value)
+    if t is Raw:
+        out += value
+    elif t is int and 0 <= value < _N_INT:
+        out += _INT[value]
+    elif t is bytes:
+        n = len(value)
+        out += _BULK[n] if n < _N_BULK else b"$%d\r\n" % n
+        out += value
+        out += CRLF
+    else:
+        parts: list[bytes] = []
+        _encode(parts.append, value, protocol == 3)
+        out += b"".join(parts)
+
+
+def _encode(ap: _Append, v: Any, p3: bool) -> None:
+    t = type(v)
+    if t is bytes:
+        n = len(v)
+        ap(_BULK[n] if n < _N_BULK else b"$%d\r\n" % n)
+        ap(v)
+        ap(CRLF)
+    elif t is list or t is tuple:
+        n = len(v)
+        ap(_ARRAY[n] if n < _N_AGG else b"*%d\r\n" % n)
+        _items(ap, v, p3)
+    elif t is int:
+        ap(_INT[v] if 0 <= v < _N_INT else b":%d\r\n" % v)
+    elif t is Raw:
+        ap(v)
+    elif t is str:
+        b = v.encode("utf-8", "surrogateescape")
+        n = len(b)
+        ap(_BULK[n] if n < _N_BULK else b"$%d\r\n" % n)
+        ap(b)
+        ap(CRLF)
+    elif v is None:
+        ap(_NULL3 if p3 else _NULL_BULK)
+    else:
+        _encode_other(ap, v, t, p3)
+
+
+def _items(ap: _Append, items: Any, p3: bool) -> None:
+    # Bulk strings and nested arrays inline: they are most of every reply (XRANGE entries).
+    for x in items:
+        t = type(x)
+        if t is bytes:
+            n = len(x)
+            ap(_BULK[n] if n < _N_BULK else b"$%d\r\n" % n)
+            ap(x)
+            ap(CRLF)
+        elif t is list:
+            n = len(x)
+            ap(_ARRAY[n] if n < _N_AGG else b"*%d\r\n" % n)
+            _items(ap, x, p3)
+        else:
+            _encode(ap, x, p3)
+
+
+def _aggregate(ap: _Append, kind: bytes, n: int) -> None:
+    ap(b"%b%d\r\n" % (kind, n))
+
+
+def _line(text: str) -> bytes:
+    # A status or error line must not break the framing (as addReplyErrorFormat does).
+    if "\r" in text or "\n" in text:
+        text = text.replace("\r", " ").replace("\n", " ")
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _encode_other(ap: _Append, v: Any, t: type, p3: bool) -> None:
+    if t is SimpleString:
+        ap(b"+" + _line(v) + CRLF)
+    elif t is ErrorReply:
+        line = _line(v)
+        ap((line if line[:1] == b"-" else b"-" + line) + CRLF)
+    elif t is bool:
+        if p3:
+            ap(_TRUE3 if v else _FALSE3)
+        else:
+            ap(_INT[1] if v else _INT[0])
+    elif t is dict:
+        if p3:
+            _aggregate(ap, b"%", len(v))
+        else:
+            n = 2 * len(v)
+            ap(_ARRAY[n] if n < _N_AGG else b"*%d\r\n" % n)
+        for key, val in v.items():
+            _encode(ap, key, p3)
+            _encode(ap, val, p3)
+    elif t is float:
+        text = format_double(v).encode()
+        if p3:
+            ap(b"," + text + CRLF)
+        else:
+            ap(_BULK[len(text)] + text + CRLF)
+    elif t is SetReply or t is set or t is frozenset:
+        if p3:
+            _aggregate(ap, b"~", len(v))
+        else:
+            n = len(v)
+            ap(_ARRAY[n] if n < _N_AGG else b"*%d\r\n" % n)
+        _items(ap, v, p3)
+    elif t is Push:
+        if p3:
+            _aggregate(ap, b">", len(v))
+        else:
+            n = len(v)
+            ap(_ARRAY[n] if n < _N_AGG else b"*%d\r\n" % n)
+        _items(ap, v, p3)
+    elif v is NULL_ARRAY:
+        ap(_NULL3 if p3 else _NULL_ARRAY2)
+    elif t is Verbatim:
+        text = v.text.encode("utf-8", "surrogateescape") if isinstance(v.text, str) else v.text
+        if p3:
+            ap(b"=%d\r\n%b:%b\r\n" % (len(text) + 4, v.fmt.encode(), text))
+        else:
+            ap(b"$%d\r\n%b\r\n" % (len(text), text))
+    elif t is bytearray:
+        ap(b"$%d\r\n" % len(v) + bytes(v) + CRLF)
+    elif t is memoryview:
+        ap(b"$%d\r\n" % v.nbytes + v.tobytes() + CRLF)
+    else:
+        _encode_subclass(ap, v, p3)
+
+
+def _encode_subclass(ap: _Append, v: Any, p3: bool) -> None:
+    """Subclasses of the supported types (IntEnum, a bytes or list subclass, ...)."""
+    if isinstance(v, Raw):
+        ap(bytes(v))
+    elif isinstance(v, ErrorReply):
+        _encode_other(ap, ErrorReply(v), ErrorReply, p3)
+    elif isinstance(v, SimpleString):
+        _encode_other(ap, SimpleString(v), SimpleString, p3)
+    elif isinstance(v, bool):
+        _encode_other(ap, bool(v), bool, p3)
+    elif isinstance(v, int):
+        ap(b":%d\r\n" % v)
+    elif isinstance(v, float):
+        _encode_other(ap, float(v), float, p3)
+    elif isinstance(v, bytes | bytearray | memoryview):
+        _encode(ap, bytes(v), p3)
+    elif isinstance(v, str):
+        _encode(ap, str(v), p3)
+    elif isinstance(v, Push):
+        _encode_other(ap, v, Push, p3)
+    elif isinstance(v, SetReply | set | frozenset):
+        _encode_other(ap, v, SetReply, p3)
+    elif isinstance(v, list | tuple):
+        n = len(v)
+        ap(b"*%d\r\n" % n)
+        _items(ap, v, p3)
+    elif isinstance(v, dict):
+        _encode_other(ap, v, dict, p3)
+    else:
+        raise TypeError(f"cannot encode {type(v).__name__} as a RESP reply")
