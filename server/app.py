@@ -78,6 +78,8 @@ class Server:
         self.loading = False
         self.persistence: Any = None  # server.persistence manager, when enabled
         self.debug_handlers: dict[str, Callable[[Client, list[bytes]], Any]] = {}
+        self.used_memory = 0  # RSS, refreshed by the cron; what maxmemory is checked against
+        self.refusal_checks.append(self._oom_check)
         config.on_change("loglevel", self.log.set_level)
 
     # -- output -------------------------------------------------------------------------------
@@ -197,6 +199,13 @@ class Server:
                 return reason
         return None
 
+    def _oom_check(self, client: Client, spec: CommandSpec) -> str | None:
+        """maxmemory with the noeviction policy: refuse commands that may grow memory."""
+        maxmemory = self.config["maxmemory"]
+        if maxmemory and spec.denyoom and self.used_memory > maxmemory:
+            return "OOM command not allowed when used memory > 'maxmemory'."
+        return None
+
     def after_command(self, client: Client, spec: CommandSpec, argv: list[bytes],
                       elapsed_us: int) -> None:
         threshold = self.config["slowlog-log-slower-than"]
@@ -252,6 +261,10 @@ class Server:
                 if db.expires:
                     db.active_expire()
             self.stats.sample()
+            if self.config["maxmemory"]:
+                from server.info import rss_bytes
+
+                self.used_memory = rss_bytes()
             idle_timeout = self.config["timeout"]
             if idle_timeout:
                 now = time.monotonic()

@@ -1,0 +1,233 @@
+"""Server CPU time per command, ours vs Debian's redis-server under the identical load.
+
+    python bench/run.py [--quick] [--only NAME ...] [--write-results]
+
+Each case starts fresh servers (both without persistence), reads utime+stime from /proc/PID/stat
+before and after a fixed load, and divides by the number of commands (or entries). The ratio
+ours/Redis is what holds on a 2-core machine where the load generator competes with the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import socket
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import hiredis
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import cpu_seconds, redis_benchmark, rss_bytes, start_pair  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+
+
+class Conn:
+    """A tiny blocking RESP client for the drivers (hiredis parses replies)."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.reader = hiredis.Reader()
+
+    def call(self, *args: bytes | str | int) -> object:
+        self.sock.sendall(encode(args))
+        return self.read()
+
+    def read(self) -> object:
+        while True:
+            reply = self.reader.gets()
+            if reply is not False:
+                return reply
+            self.reader.feed(self.sock.recv(1 << 16))
+
+
+def encode(args: tuple[bytes | str | int, ...]) -> bytes:
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        b = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(b), b))
+    return b"".join(out)
+
+
+def cpu_case(load: Callable[[int], int], setup: Callable[[int], None] | None = None,
+             ours_args: list[str] | None = None) -> dict[str, float]:
+    """Run setup then load on each server; load returns the number of units it did."""
+    ours, ref = start_pair(ours_args)
+    try:
+        out: dict[str, float] = {}
+        for name, proc in (("redis", ref), ("ours", ours)):
+            if setup is not None:
+                setup(proc.port)
+            pid = proc.proc.pid  # type: ignore[union-attr]
+            before = cpu_seconds(pid)
+            units = load(proc.port)
+            out[name] = (cpu_seconds(pid) - before) / units * 1e6  # microseconds per unit
+        return out
+    finally:
+        ours.stop()
+        ref.stop()
+
+
+def case_xadd(n: int, pipeline: int) -> dict[str, float]:
+    def load(port: int) -> int:
+        redis_benchmark(port, ["-c", "50", "-n", str(n), "-P", str(pipeline),
+                               "XADD", "bench:s", "*", "f", "v"])
+        return n
+
+    return cpu_case(load)
+
+
+def preload(port: int, entries: int) -> None:
+    redis_benchmark(port, ["-c", "4", "-n", str(entries), "-P", "64", "-r", "1000000",
+                           "XADD", "bench:s", "*", "sensor", "__rand_int__", "temp", "21.5",
+                           "site", "lab-a"])
+
+
+def case_xrange(n: int, entries: int) -> dict[str, float]:
+    def load(port: int) -> int:
+        redis_benchmark(port, ["-c", "50", "-n", str(n), "XRANGE", "bench:s", "-", "+",
+                               "COUNT", "10"])
+        return n
+
+    return cpu_case(load, setup=lambda port: preload(port, entries))
+
+
+def case_xreadgroup_ack(rounds: int) -> dict[str, float]:
+    def setup(port: int) -> None:
+        preload(port, rounds * 10 + 100)
+        Conn(port).call("XGROUP", "CREATE", "bench:s", "g", "0")
+
+    def load(port: int) -> int:
+        conn = Conn(port)
+        done = 0
+        for _ in range(rounds):
+            reply = conn.call("XREADGROUP", "GROUP", "g", "c", "COUNT", "10", "STREAMS",
+                              "bench:s", ">")
+            ids = [entry[0] for entry in reply[0][1]]  # type: ignore[index]
+            conn.call("XACK", "bench:s", "g", *ids)
+            done += len(ids)
+        return done
+
+    return cpu_case(load, setup=setup)
+
+
+def case_block_wake(clients: int, rounds: int) -> dict[str, float]:
+    """1,000 XREAD BLOCK 0 clients, one XADD wakes all: server CPU and wall time to the last reply."""
+    walls: dict[str, float] = {}
+
+    async def one_round(port: int) -> float:
+        conns = [await asyncio.open_connection("127.0.0.1", port) for _ in range(clients)]
+        for _reader, writer in conns:
+            writer.write(encode(("XREAD", "BLOCK", "0", "STREAMS", "bench:w", "$")))
+            await writer.drain()
+        ctl = Conn(port)
+        while True:
+            info = ctl.call("INFO", "clients")
+            text = info.decode() if isinstance(info, bytes) else str(info)
+            if f"blocked_clients:{clients}" in text:
+                break
+            await asyncio.sleep(0.01)
+        start = time.perf_counter()
+        ctl.call("XADD", "bench:w", "*", "f", "v")
+        await asyncio.gather(*(reader.readuntil(b"v\r\n") for reader, _w in conns))
+        wall = time.perf_counter() - start
+        for _r, writer in conns:
+            writer.close()
+        return wall
+
+    def load(port: int) -> int:
+        total = 0.0
+        for _ in range(rounds):
+            total += asyncio.run(one_round(port))
+        walls.setdefault("_tmp", 0.0)
+        walls[str(port)] = total / rounds
+        return rounds
+
+    ours, ref = start_pair()
+    try:
+        out: dict[str, float] = {}
+        for name, proc in (("redis", ref), ("ours", ours)):
+            pid = proc.proc.pid  # type: ignore[union-attr]
+            before = cpu_seconds(pid)
+            load(proc.port)
+            out[f"{name}_cpu_ms"] = (cpu_seconds(pid) - before) / rounds * 1e3
+            out[name] = walls[str(proc.port)] * 1e3  # ms to the last reply
+        return out
+    finally:
+        ours.stop()
+        ref.stop()
+
+
+def case_rss(entries: int) -> dict[str, float]:
+    ours, ref = start_pair()
+    try:
+        out: dict[str, float] = {}
+        for name, proc in (("redis", ref), ("ours", ours)):
+            pid = proc.proc.pid  # type: ignore[union-attr]
+            before = rss_bytes(pid)
+            preload(proc.port, entries)
+            out[name] = (rss_bytes(pid) - before) / entries
+        return out
+    finally:
+        ours.stop()
+        ref.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="small loads, for a smoke run")
+    parser.add_argument("--only", nargs="*", default=None)
+    parser.add_argument("--write-results", action="store_true")
+    args = parser.parse_args()
+    q = args.quick
+    cases: list[tuple[str, str, str, Callable[[], dict[str, float]]]] = [
+        ("xadd", "XADD s * f v, 50 clients, no pipelining", "<= 1.5",
+         lambda: case_xadd(20_000 if q else 200_000, 1)),
+        ("xadd_p16", "XADD s * f v, 50 clients, pipeline 16", "<= 4",
+         lambda: case_xadd(50_000 if q else 800_000, 16)),
+        ("xrange", "XRANGE s - + COUNT 10 on a 1,000,000-entry stream", "<= 4",
+         lambda: case_xrange(10_000 if q else 100_000, 50_000 if q else 1_000_000)),
+        ("xreadgroup", "XREADGROUP COUNT 10 then XACK of those 10 (per entry)", "<= 4",
+         lambda: case_xreadgroup_ack(500 if q else 5_000)),
+        ("block", "XREAD BLOCK 0 by 1,000 clients, one XADD wakes all (time to last reply)",
+         "<= 3", lambda: case_block_wake(1000, 2 if q else 5)),
+        ("rss", "RSS growth per entry, 1,000,000 entries of 3 small fields", "<= 1.25",
+         lambda: case_rss(50_000 if q else 1_000_000)),
+    ]
+    rows = []
+    for key, label, target, run in cases:
+        if args.only and key not in args.only:
+            continue
+        result = run()
+        ratio = result["ours"] / result["redis"]
+        unit = {"rss": "bytes/entry", "block": "ms to last reply"}.get(key, "us CPU/unit")
+        extra = ""
+        if key == "block":
+            extra = (f" (server CPU per wake-up: ours {result['ours_cpu_ms']:.1f} ms, "
+                     f"Redis {result['redis_cpu_ms']:.1f} ms)")
+        row = (f"| {label} | {result['ours']:.2f} | {result['redis']:.2f} | {unit} | "
+               f"{ratio:.2f} | {target} |{extra}")
+        print(row, flush=True)
+        rows.append(row)
+    if args.write_results:
+        write_results(rows, " ".join(sys.argv[1:]))
+
+
+def write_results(rows: list[str], argv: str) -> None:
+    header = (
+        f"## Run of {datetime.date.today().isoformat()}\n\n"
+        f"Command: `python bench/run.py {argv}`\n\n"
+        "| case | ours | redis-server | unit | ratio ours/Redis | target |\n"
+        "|---|---|---|---|---|---|\n"
+    )
+    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"
+    RESULTS.write_text(text + header + "\n".join(rows) + "\n\n")
+
+
+if __name__ == "__main__":
+    main()
