@@ -117,7 +117,7 @@ def case_xreadgroup_ack(rounds: int) -> dict[str, float]:
 
 
 def case_block_wake(clients: int, rounds: int) -> dict[str, float]:
-    """1,000 XREAD BLOCK 0 clients, one XADD wakes all: server CPU and wall time to the last reply."""
+    """1,000 XREAD BLOCK 0 clients, one XADD wakes all: server CPU and time to the last reply."""
     walls: dict[str, float] = {}
 
     async def one_round(port: int) -> float:
