@@ -24,6 +24,7 @@ header and inline limits) see everything fed since the previous call, as Redis s
 
 from __future__ import annotations
 
+import re
 from itertools import chain
 
 import hiredis
@@ -60,7 +61,7 @@ _STAR = 42
 _DOLLAR = 36
 # Bytes that start the RESP3 types hiredis turns into bytes elements ('+', '=', '(') or into a
 # plain top-level list ('~', '|'); a batch holding none of them needs no per-frame check.
-_SUSPECT = (b"+", b"=", b"(", b"~", b"|")
+_SUSPECT_RE = re.compile(rb"[+=(~|]")
 # hiredis passes per get_commands() call; bounds the work when hiredis keeps stopping early
 # (e.g. inline commands mixed with multibulk ones), since each pass feeds it the whole rest.
 _MAX_HIREDIS_PASSES = 4
@@ -375,17 +376,22 @@ class HiredisRequestReader(_RespParser):
         # Fed in windows: hiredis moves its unread bytes to the front after each reply once
         # it has read 1 KiB, which is quadratic on a buffer of many megabytes.
         try:
-            for off in range(pos, pos + avail, _HIREDIS_WINDOW):
-                hr.feed(buf, off, min(_HIREDIS_WINDOW, pos + avail - off))
+            if avail <= _HIREDIS_WINDOW:
+                hr.feed(buf, pos, avail)
                 while (cmd := gets()) is not False:
                     append(cmd)
+            else:
+                for off in range(pos, pos + avail, _HIREDIS_WINDOW):
+                    hr.feed(buf, off, min(_HIREDIS_WINDOW, pos + avail - off))
+                    while (cmd := gets()) is not False:
+                        append(cmd)
         except Exception:  # hiredis.ProtocolError; its reading stops here, ours goes on
             broken = True
         if not cmds:
             return True  # nothing read; the Python rules take the next frame
         # Only lists of bytes can be Redis commands ('*' arrays of '$' strings). Exact type
         # checks also reject hiredis's PushNotification ('>') and every other RESP3 type
-        # except the ones in _SUSPECT.
+        # except the ones _SUSPECT_RE looks for.
         if set(map(type, cmds)) != {list}:
             return False
         if not {bytes}.issuperset(map(type, chain.from_iterable(cmds))):
@@ -395,7 +401,7 @@ class HiredisRequestReader(_RespParser):
         # unfinished array. A reader holding part of a reply would resume mid-frame later.
         used = _canonical_size(cmds)
         end = pos + used
-        if any(buf.find(s, pos, end) >= 0 for s in _SUSPECT) and not _all_canonical(buf, pos, cmds):
+        if _has_suspect(buf, pos, end) and not _all_canonical(buf, pos, cmds):
             return False
         # Limits: only a large enough batch can hold an argument or a frame over a limit.
         limit = self.proto_max_bulk_len
@@ -412,6 +418,19 @@ class HiredisRequestReader(_RespParser):
         if used == avail and not broken:
             self._hr = hr
         return True
+
+
+def _has_suspect(buf: bytearray, pos: int, end: int) -> bool:
+    if end - pos <= 256:  # one regex call beats five searches on short spans...
+        return _SUSPECT_RE.search(buf, pos, end) is not None
+    find = buf.find  # ...and memchr-based searches beat the regex on long ones
+    return (
+        find(b"+", pos, end) >= 0
+        or find(b"=", pos, end) >= 0
+        or find(b"(", pos, end) >= 0
+        or find(b"~", pos, end) >= 0
+        or find(b"|", pos, end) >= 0
+    )
 
 
 def _canonical_size(cmds: list[list[bytes]]) -> int:
