@@ -81,6 +81,7 @@ class Server:
         self.used_memory = 0  # RSS, refreshed by the cron; what maxmemory is checked against
         self.refusal_checks.append(self._oom_check)
         config.on_change("loglevel", self.log.set_level)
+        config.on_change("proto-max-bulk-len", self._set_bulk_limit)
 
     # -- output -------------------------------------------------------------------------------
     def write_reply(self, client: Client, value: Any) -> None:
@@ -198,6 +199,13 @@ class Server:
             if reason is not None:
                 return reason
         return None
+
+    def _set_bulk_limit(self, limit: int) -> None:
+        """CONFIG SET proto-max-bulk-len applies to connections already open too."""
+        for client in self.clients.values():
+            reader = getattr(client.sink, "reader", None)
+            if reader is not None:
+                reader.proto_max_bulk_len = limit
 
     def _oom_check(self, client: Client, spec: CommandSpec) -> str | None:
         """maxmemory with the noeviction policy: refuse commands that may grow memory."""
