@@ -101,6 +101,7 @@ class Stream:
         "_tail_count",
         "_tail_total",
         "_locator",  # NodeLocator, created on the first lookup inside a node
+        "_head_hint",  # (listpack, size, first entry offset, end of tombstone run): trimming
     )
 
     def __init__(self) -> None:
@@ -118,6 +119,7 @@ class Stream:
         self._tail_count = 0  # live entries in the tail node
         self._tail_total = 0  # live + deleted entries in the tail node
         self._locator: NodeLocator | None = None
+        self._head_hint: tuple[Listpack, int, int, int] | None = None
 
     def __len__(self) -> int:
         return self.length
@@ -361,6 +363,9 @@ class Stream:
         buf = lp.buf  # type: ignore[union-attr]
         mms, mseq = key_to_id(key)
         _, _, names, off = read_master(buf)
+        hint = self._head_hint  # entries before hint[3] are known tombstones
+        if hint is not None and hint[0] is lp and hint[1] == len(buf) and hint[2] == off:
+            off = hint[3]
         stop = len(buf) - 1
         dec = decode_element
         while off < stop:

@@ -12,15 +12,13 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterator
 
-from storage.listpack import decode_element, next_offset
+from storage.listpack import decode_element, next_offset, prev_offset
 from storage.rax import Rax
 from storage.stream_id import MAX_ID, UINT64_MAX, StreamID, id_to_key, incr_id
 from storage.stream_node import (
     FLAG_DELETED,
     FLAG_SAMEFIELDS,
-    entry_id_at,
     locate_entry,
-    prev_entry,
     read_master,
     skip_entry_body,
 )
@@ -162,6 +160,8 @@ def iter_backward(
     if not it.prev():
         return
     last_node = True
+    dec = decode_element
+    prev = prev_offset
     while True:
         key = it.key
         master = _unpack_key(key)
@@ -176,13 +176,33 @@ def iter_backward(
                 off = locate(lp, data, master, len(names), first_off, count + deleted, incr_id(end))
             last_node = False
         while off > first_off:
-            off = prev_entry(data, off)
-            flags = data[off]
-            eid, body = entry_id_at(data, off, mms, mseq)
+            # Inline prev_entry: back to the previous lp-count, then lp-count elements.
+            p = prev(data, off)
+            b = data[p]
+            lp_count = b if b < 0x80 else dec(data, p)[0]
+            for _ in range(lp_count):  # type: ignore[arg-type]
+                b = data[p - 1]  # last backlen byte: < 128 means a one-byte backlen
+                p = p - 1 - b if b < 128 else prev(data, p)
+            off = p
+            flags = data[p]
+            p += 2
+            b = data[p]
+            if b < 0x80:
+                msd = b
+                p += 2
+            else:
+                msd, p = dec(data, p)  # type: ignore[assignment]
+            b = data[p]
+            if b < 0x80:
+                seqd = b
+                p += 2
+            else:
+                seqd, p = dec(data, p)  # type: ignore[assignment]
+            eid = ((mms + msd) & _M64, (mseq + seqd) & _M64)
             if eid < start:
                 return
             if not flags & FLAG_DELETED:
-                fields, _ = decode_fields(data, body, flags, template)
+                fields, _ = decode_fields(data, p, flags, template)
                 yield eid, fields
         if master <= start:
             return

@@ -26,7 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from storage.listpack import Listpack, decode_element
+from storage.listpack import HEADER_SIZE, Listpack, decode_element
+from storage.rax import Rax
 from storage.stream_id import MIN_ID, UINT64_MAX, StreamID, key_to_id
 from storage.stream_node import (
     FLAG_DELETED,
@@ -71,6 +72,7 @@ def trim_stream(
         raise ValueError(f"unknown trim strategy {strategy!r}")
     per_entry = can_delete is not None or on_delete is not None
     removed_total = 0
+    length_before = s.length
     try:
         removed_total = _walk(
             s, by_len, maxlen, minid, approx, limit, per_entry, can_delete, on_delete
@@ -78,7 +80,7 @@ def trim_stream(
     finally:  # also when a hook raised: the entries already gone stay gone
         if not s.length:
             s.first_id = MIN_ID
-        else:
+        elif s.length != length_before:
             s.first_id = s.first_entry_id() or MIN_ID
     return removed_total
 
@@ -95,37 +97,38 @@ def _walk(
     on_delete: Callable[[StreamID], None] | None,
 ) -> int:
     rax = s.rax
-    it = rax.iterator()
-    it.seek("^")
+    item = rax.first()
     removed_total = 0
-    while it.next():
+    while item is not None:
         if by_len and s.length <= maxlen:
             break
-        key = it.key
-        lp: Listpack = it.value  # type: ignore[assignment]
-        count, deleted, names, first_off = read_master(lp.buf)
-        if limit and removed_total + count > limit:
+        key, lp = item
+        buf = lp.buf  # type: ignore[union-attr]
+        count, off = decode_element(buf, HEADER_SIZE)
+        if limit and removed_total + count > limit:  # type: ignore[operator]
             break
         master = key_to_id(key)
         if by_len:
-            eligible = s.length - count >= maxlen
+            eligible = s.length - count >= maxlen  # type: ignore[operator]
         else:
-            eligible = node_last_id(lp.buf, master) < minid
+            eligible = node_last_id(buf, master) < minid
         if eligible and not per_entry:
             rax.remove(key)
-            s._node_changed(lp)
-            s.length -= count
-            removed_total += count
-            it.seek(">", key)
+            s._node_changed(lp)  # type: ignore[arg-type]
+            s.length -= count  # type: ignore[operator]
+            removed_total += count  # type: ignore[operator]
+            item = _next_node(rax, key)
             continue
         if approx and not eligible:
             break
+        deleted, off = decode_element(buf, off)
+        names, first_off = read_master(buf)[2:]
         removed = _trim_node(
             s,
             key,
-            lp,
-            count,
-            deleted,
+            lp,  # type: ignore[arg-type]
+            count,  # type: ignore[arg-type]
+            deleted,  # type: ignore[arg-type]
             len(names),
             first_off,
             by_len,
@@ -137,9 +140,14 @@ def _walk(
         removed_total += removed
         if not eligible:
             break
-        if removed == count:
-            it.seek(">", key)  # the tree changed: resume after the dropped node
+        item = _next_node(rax, key)
     return removed_total
+
+
+def _next_node(rax: Rax, key: bytes) -> tuple[bytes, object] | None:
+    it = rax.iterator()
+    it.seek(">", key)
+    return (it.key, it.value) if it.next() else None
 
 
 def _trim_node(
@@ -149,7 +157,7 @@ def _trim_node(
     count: int,
     deleted: int,
     nmaster: int,
-    off: int,
+    first_off: int,
     by_len: bool,
     maxlen: int,
     minid: StreamID,
@@ -158,10 +166,27 @@ def _trim_node(
 ) -> int:
     """Mark the node's entries deleted from the head up to the trim boundary, then
     fix its master counts (or drop it when no live entry is left).  Returns how
-    many live entries were removed (``s.length`` already reduced)."""
+    many live entries were removed (``s.length`` already reduced).
+
+    Exact trimming on every XADD re-walks the head node's growing run of
+    tombstones; ``s._head_hint`` remembers where that run ends (checked against
+    the listpack object, its size and first entry offset: entries never move
+    otherwise) so the next walk starts there.  Not used with ``on_delete``,
+    which must also see the tombstones."""
     buf = lp.buf
     mms, mseq = key_to_id(key)
     stop = len(buf) - 1
+    off = first_off
+    hint = s._head_hint
+    if (
+        hint is not None
+        and on_delete is None
+        and hint[0] is lp
+        and hint[1] == len(buf)
+        and hint[2] == off
+    ):
+        off = hint[3]
+    dead_end = off  # end of the run of deleted entries from where the walk started
     dec = decode_element
     removed = 0
     try:
@@ -179,6 +204,8 @@ def _trim_node(
             if flags & FLAG_DELETED:
                 if on_delete is not None:
                     on_delete(eid)
+                if dead_end == flags_off:
+                    dead_end = off
                 continue
             if can_delete is not None and not can_delete(eid):
                 continue
@@ -187,11 +214,17 @@ def _trim_node(
             buf[flags_off] = flags | FLAG_DELETED  # 7-bit uint element, same size
             removed += 1
             s.length -= 1
+            if dead_end == flags_off:
+                dead_end = off
     finally:  # keep the node consistent even if a hook raised midway
         if removed:
             s._node_changed(lp)
             if removed == count:
                 s.rax.remove(key)
+                s._head_hint = None
             else:
+                size = len(buf)
                 set_master_counts(lp, count - removed, deleted + removed)
+                shift = len(buf) - size  # only the master entry changed size
+                s._head_hint = (lp, len(buf), first_off + shift, dead_end + shift)
     return removed

@@ -590,6 +590,29 @@ def test_trim_hook_exception_leaves_stream_consistent() -> None:
     check_invariants(s)
 
 
+def test_repeated_exact_trims_in_one_node() -> None:
+    # Exercises the head-node tombstone hint: trims, deletes and appends interleaved.
+    s = Stream()
+    model = []
+    for i in range(150):
+        model.append(s.append([b"i", b"%d" % i], (1, i), max_entries=0))
+    for step in range(60):
+        if step % 7 == 3:
+            victim = model[len(model) // 2]
+            assert s.delete(victim)
+            model.remove(victim)
+        if step % 11 == 5:
+            model.append(s.append([b"i", b"x"], now_ms=1, max_entries=0))
+        assert s.trim("maxlen", len(model) - 2) == 2
+        model = model[2:]
+        assert [e[0] for e in live_entries(s)] == model
+        assert s.first_id == model[0]
+    seen: list[tuple[int, int]] = []
+    assert s.trim("maxlen", len(model) - 1, on_delete=seen.append) == 1
+    assert len(seen) > 1 and seen[-1] == model[0]  # tombstones before it were passed too
+    check_invariants(s)
+
+
 def test_trim_bad_args() -> None:
     s = build(3)
     with pytest.raises(ValueError):
