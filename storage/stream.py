@@ -41,6 +41,7 @@ from storage.stream_node import (
     set_master_counts,
     skip_entry_body,
 )
+from storage.stream_trim import trim_stream
 
 __all__ = [
     "MSG_EXHAUSTED",
@@ -123,6 +124,9 @@ class Stream:
 
     def __len__(self) -> int:
         return self.length
+
+    def __bool__(self) -> bool:
+        return True  # an empty stream is still a key: never falsy
 
     def __repr__(self) -> str:
         return (
@@ -313,8 +317,6 @@ class Stream:
     ) -> int:
         """XTRIM / XADD trimming; returns the number of entries removed.  See
         stream_trim.trim_stream."""
-        from storage.stream_trim import trim_stream
-
         return trim_stream(self, strategy, threshold, approx, limit, can_delete, on_delete)
 
     # --- reading ------------------------------------------------------------------
@@ -352,7 +354,9 @@ class Stream:
             return None
         template: list[bytes | None] = [None] * (2 * len(names))
         template[0::2] = names
-        return decode_fields(bytes(buf[body:]), 0, flags, template)[0]
+        with memoryview(buf) as view:
+            data = bytes(view[body:])  # one copy; values are sliced from bytes
+        return decode_fields(data, 0, flags, template)[0]
 
     def first_entry_id(self) -> StreamID | None:
         """ID of the first live entry, None when empty."""
