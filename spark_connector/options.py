@@ -92,10 +92,11 @@ _clients_lock = threading.Lock()
 
 
 def client(conn: ConnOptions) -> redis.Redis:
-    """A cached redis-py client for this process that returns raw RESP replies.
+    """A cached redis-py client for this process that returns raw RESP2 replies.
 
-    Response callbacks are cleared so every command returns the server's reply as is
-    (bytes, lists, None), which keeps parsing explicit and cheap.
+    RESP2 is pinned (newer redis-py defaults to RESP3) and response callbacks are
+    cleared, so every command returns the server's reply as is (bytes, lists, None),
+    which keeps parsing explicit and cheap.
     """
     key = (os.getpid(), conn)
     with _clients_lock:
@@ -110,6 +111,7 @@ def client(conn: ConnOptions) -> redis.Redis:
                 socket_timeout=conn.timeout,
                 socket_connect_timeout=conn.timeout,
                 decode_responses=False,
+                protocol=2,
             )
             found.response_callbacks.clear()
             _clients[key] = found

@@ -19,11 +19,13 @@ Offsets = dict[str, str]
 
 @dataclass(frozen=True, slots=True)
 class Fetched:
-    """What one admission probe found for a stream: IDs within the cap, and whether the
-    stream has nothing more to give up to the cap."""
+    """What one admission probe found for a stream: IDs within the cap, whether the
+    stream has nothing more to give up to the cap, and (plain reads) the ID of the entry
+    right after the last one, when the probe saw it."""
 
     ids: list[str]
     exhausted: bool
+    next_id: str | None = None
 
 
 # fetch(requests) -> one Fetched per (stream, position, count) request, in order
@@ -96,11 +98,12 @@ def xrange_fetch(client: redis.Redis) -> FetchFn:
     def fetch(requests: list[tuple[str, str, int]], caps: Offsets) -> list[Fetched]:
         pipe = client.pipeline(transaction=False)
         for key, pos, count in requests:
-            streams.xrange(pipe, key, pos, caps[key], count)
+            streams.xrange(pipe, key, pos, caps[key], count + 1)  # one more: a peek
         out = []
         for (_key, _pos, count), reply in zip(requests, pipe.execute(), strict=True):
             found = [streams.entry_id(entry) for entry in reply or []]
-            out.append(Fetched(found, len(found) < count))
+            peek = found[count] if len(found) > count else None
+            out.append(Fetched(found[:count], len(found) < count, peek))
         return out
 
     return fetch
@@ -112,6 +115,7 @@ def plan_end(
     max_rows: int | None,
     fetch: FetchFn | None,
     probe_chunk: int = 10_000,
+    peeks: dict[str, str | None] | None = None,
 ) -> Offsets:
     """The end offset of the next batch: at most ``max_rows`` entries over all streams.
 
@@ -119,7 +123,8 @@ def plan_end(
     target). With a row limit the budget is shared evenly; a stream that has fewer
     entries than its share gives the rest back to the others, and when the budget is
     smaller than the number of streams the ones furthest behind go first. ``fetch`` is
-    None when no probing is needed (plain reads without a limit).
+    None when no probing is needed (plain reads without a limit). ``peeks``, when given,
+    receives for each probed stream the ID of the entry right after its end, if seen.
     """
     end = dict(start)
     active = [key for key in start if ids.id_less(start[key], caps[key])]
@@ -146,6 +151,8 @@ def plan_end(
                 end[key] = ids.id_max(end[key], found.ids[-1])
                 if remaining is not None:
                     remaining -= len(found.ids)
+            if peeks is not None:
+                peeks[key] = found.next_id
             if found.exhausted:
                 end[key] = ids.id_max(end[key], caps[key])
                 active.remove(key)
@@ -156,14 +163,15 @@ def plan_end(
 class RangeSpec:
     """One partition's work: ``(lo, hi]`` of one stream.
 
-    ``open_end`` marks the last sub-range of a stream in its batch: its ``hi`` is the
-    batch end, so finding the whole rest of the range trimmed away is data loss.
+    ``expect`` is the first entry ID of the range when the planner looked (None when
+    unknown or the range was empty); the reader reports data loss if that entry is gone
+    and lies before the stream's head, i.e. it was trimmed.
     """
 
     stream: str
     lo: str
     hi: str
-    open_end: bool
+    expect: str | None = None
 
 
 def plan_ranges(
@@ -182,9 +190,8 @@ def plan_ranges(
         first = firsts.get(key) if firsts else None
         if firsts is not None and key in firsts and first is None:
             continue  # nothing in range
-        pieces = ids.split_range(lo, hi, parts, first)
-        for i, (sub_lo, sub_hi) in enumerate(pieces):
-            out.append(RangeSpec(key, sub_lo, sub_hi, i == len(pieces) - 1))
+        for sub_lo, sub_hi in ids.split_range(lo, hi, parts, first):
+            out.append(RangeSpec(key, sub_lo, sub_hi))
     return out
 
 
@@ -198,3 +205,16 @@ def first_ids(client: redis.Redis, start: Offsets, end: Offsets) -> dict[str, st
     for key, reply in zip(keys, pipe.execute(), strict=True):
         out[key] = streams.entry_id(reply[0]) if reply else None
     return out
+
+
+def with_expectations(client: redis.Redis, specs: list[RangeSpec]) -> list[RangeSpec]:
+    """Fill in each range's first entry ID, as it is now (one pipelined round trip)."""
+    if not specs:
+        return specs
+    pipe = client.pipeline(transaction=False)
+    for spec in specs:
+        streams.xrange(pipe, spec.stream, spec.lo, spec.hi, 1)
+    return [
+        RangeSpec(spec.stream, spec.lo, spec.hi, streams.entry_id(reply[0]) if reply else None)
+        for spec, reply in zip(specs, pipe.execute(), strict=True)
+    ]

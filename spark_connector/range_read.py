@@ -1,12 +1,16 @@
-"""Executor-side reading of one ``(lo, hi]`` range, in chunks of ``readCount`` entries.
+"""Executor-side reading of one ``(lo, hi]`` range, in chunks of ``readCount`` entries,
+and the data-loss checks.
 
-Data loss (entries removed before this query read them) is detected per chunk:
+Redis keeps no record of which IDs trimming removed (``max-deleted-entry-id`` follows
+XDEL only), so loss is detected from IDs the connector has seen and the stream's head:
+an entry known to exist that is now gone *and* lies before the head was trimmed.
+(One gone but after the head was removed by XDEL, which is deliberate, not loss.)
 
-- plain mode: each XRANGE runs in MULTI/EXEC with XINFO STREAM, so the stream's
-  ``max-deleted-entry-id`` (D) and first entry (F) describe the same moment as the chunk.
-  Trimming removes a stream's head, leaving D < F. When D lies after the read position
-  and before the head, entries after the position were trimmed unread. Entries removed
-  with XDEL in the middle of a stream (D > F) are deliberate and are not reported.
+- plain mode, inside a range: the planner records the range's first entry, and every
+  XRANGE asks for one entry more than it returns, so the reader always knows the next
+  entry to expect. Each XRANGE runs in MULTI/EXEC with ``XRANGE key - + COUNT 1`` (the
+  head), so both describe the same moment.
+- plain mode, between micro-batches: see ``BatchGapCheck`` (driver side).
 - group mode: the consumer's pending list still names entries that were deleted or
   trimmed; XREADGROUP returns them with no fields, which is exact.
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import redis
 
@@ -30,34 +35,26 @@ class DataLossError(RuntimeError):
     """Entries were removed from a stream before the query read them."""
 
 
-def trimmed_past(pos: str, hi: str, open_end: bool, info: StreamInfo | None) -> str | None:
-    """The max-deleted-entry-id when it shows entries after ``pos`` trimmed unread."""
-    if info is None:
-        return None
-    deleted = ids.parse_id(info.max_deleted_id)
-    if deleted <= ids.parse_id(pos):
-        return None
-    if info.first_id is not None and ids.parse_id(info.first_id) < deleted:
-        return None  # a hole made by XDEL behind the head, not trimming
-    if not open_end and deleted > ids.parse_id(hi):
-        return None  # the trim reaches a later sub-range, which reports it
-    return info.max_deleted_id
+def trimmed(expected: str, head: str | None) -> bool:
+    """Whether an expected entry that is missing now was trimmed (it is before the head,
+    or the stream is empty)."""
+    return head is None or ids.id_less(expected, head)
 
 
 class LossReporter:
-    """Fails or warns (once per range) according to ``failOnDataLoss``."""
+    """Fails, or warns once, according to ``failOnDataLoss``."""
 
-    __slots__ = ("fail", "warned", "spec")
+    __slots__ = ("fail", "warned", "where")
 
-    def __init__(self, spec: RangeSpec, fail: bool) -> None:
-        self.spec = spec
+    def __init__(self, where: str, fail: bool) -> None:
+        self.where = where
         self.fail = fail
         self.warned = False
 
     def report(self, detail: str) -> None:
         message = (
-            f"data loss on stream {self.spec.stream!r} in ({self.spec.lo}, {self.spec.hi}]: "
-            f"{detail}. Set failOnDataLoss=false to skip lost entries with a warning."
+            f"data loss on {self.where}: {detail}. "
+            "Set failOnDataLoss=false to skip lost entries with a warning."
         )
         if self.fail:
             raise DataLossError(message)
@@ -66,37 +63,38 @@ class LossReporter:
             log.warning("%s (continuing: failOnDataLoss=false)", message)
 
 
+def _where(spec: RangeSpec) -> str:
+    return f"stream {spec.stream!r} in ({spec.lo}, {spec.hi}]"
+
+
 def read_plain(client: redis.Redis, spec: RangeSpec, opts: ReadOptions) -> Iterator[list[RawEntry]]:
     """Yield chunks of raw entries of ``(spec.lo, spec.hi]`` read with XRANGE."""
-    reporter = LossReporter(spec, opts.fail_on_data_loss)
-    pos = spec.lo
+    reporter = LossReporter(_where(spec), opts.fail_on_data_loss)
+    count = opts.read_count
+    expect = spec.expect
+    pos = spec.lo  # exclusive
     while ids.id_less(pos, spec.hi):
         pipe = client.pipeline(transaction=True)
-        streams.xrange(pipe, spec.stream, pos, spec.hi, opts.read_count)
-        pipe.execute_command("XINFO", "STREAM", spec.stream)
-        chunk, info_reply = pipe.execute(raise_on_error=False)
-        if isinstance(chunk, Exception):
-            raise chunk
-        info = streams.parse_xinfo_stream(info_reply)
-        trimmed = trimmed_past(pos, spec.hi, spec.open_end, info)
-        if trimmed is not None:
-            first = info.first_id if info else None
-            reporter.report(
-                f"entries after {pos} were trimmed (max deleted ID {trimmed}, "
-                f"first entry now {first or 'none'})"
-            )
-        if not chunk:
+        streams.xrange(pipe, spec.stream, pos, spec.hi, count + 1)
+        streams.head(pipe, spec.stream)
+        chunk, first = pipe.execute()
+        head = streams.entry_id(first[0]) if first else None
+        got = streams.entry_id(chunk[0]) if chunk else None
+        if expect is not None and got != expect and trimmed(expect, head):
+            reporter.report(f"entry {expect} was trimmed before it was read (head now {head})")
+        if len(chunk) <= count:
+            if chunk:
+                yield chunk
             return
-        yield chunk
-        if len(chunk) < opts.read_count:
-            return
-        pos = streams.entry_id(chunk[-1])
+        yield chunk[:count]
+        expect = streams.entry_id(chunk[count])
+        pos = ids.predecessor(expect)
 
 
 def read_group(client: redis.Redis, spec: RangeSpec, opts: ReadOptions) -> Iterator[list[RawEntry]]:
     """Yield chunks of this consumer's pending entries in ``(spec.lo, spec.hi]``."""
     assert opts.group is not None and opts.consumer is not None
-    reporter = LossReporter(spec, opts.fail_on_data_loss)
+    reporter = LossReporter(_where(spec), opts.fail_on_data_loss)
     hi = ids.parse_id(spec.hi)
     pos = spec.lo
     while ids.id_less(pos, spec.hi):
@@ -131,3 +129,38 @@ def read_range(client: redis.Redis, spec: RangeSpec, opts: ReadOptions) -> Itera
     if opts.group:
         return read_group(client, spec, opts)
     return read_plain(client, spec, opts)
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """What the driver knew about a stream right after planning a batch that ends at
+    ``pos``: the next entry (when the batch stopped mid-stream), or the entries-added
+    counter (when it reached the tail, whose ID is then ``pos``)."""
+
+    pos: str
+    next_id: str | None
+    entries_added: int | None
+
+
+def gap_loss(seen: Seen | None, start: str, info: StreamInfo | None) -> str | None:
+    """Entries trimmed between two micro-batches, as a message (None: no loss seen).
+
+    Called when planning the batch that starts at ``start`` with the stream as it is now.
+    """
+    if seen is None or seen.pos != start:
+        return None  # nothing remembered for this position (e.g. after a restart)
+    head = info.first_id if info else None
+    if seen.next_id is not None:
+        if trimmed(seen.next_id, head):
+            return f"entry {seen.next_id} was trimmed before it was read (head now {head})"
+        return None
+    if seen.entries_added is None or info is None or info.entries_added is None:
+        return None
+    if head is not None and not ids.id_less(start, head):
+        return None  # the head is not past the position: nothing after it was trimmed
+    # Every entry still present is after the position, so all entries added since then
+    # should still be here; fewer means some were trimmed (or deleted) unread.
+    missing = (info.entries_added - seen.entries_added) - info.length
+    if missing > 0:
+        return f"{missing} entries added after {start} were trimmed before they were read"
+    return None

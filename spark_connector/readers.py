@@ -26,7 +26,8 @@ from spark_connector import ids, planning, streams
 from spark_connector import options as opt
 from spark_connector.convert import BatchBuilder
 from spark_connector.planning import Offsets, RangeSpec
-from spark_connector.range_read import read_range
+from spark_connector.range_read import LossReporter, Seen, gap_loss, read_range
+from spark_connector.streams import StreamInfo
 
 log = logging.getLogger("spark_connector")
 
@@ -57,6 +58,7 @@ class XStreamBatchReader(DataSourceReader):
         end = planning.resolve_end(client, ropts.ending_offsets, start)
         firsts = planning.first_ids(client, start, end) if ropts.partitions_per_stream > 1 else None
         specs = planning.plan_ranges(start, end, ropts.partitions_per_stream, firsts)
+        specs = planning.with_expectations(client, specs)
         return [InputPartition(spec) for spec in specs]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -74,7 +76,8 @@ class XStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, ropts: opt.ReadOptions, builder: BatchBuilder) -> None:
         self.ropts = ropts
         self.builder = builder
-        self._target: Offsets | None = None
+        self._target: dict[str, StreamInfo | None] | None = None
+        self._seen: dict[str, Seen] = {}  # per stream, after the last planned batch
         self._client: redis.Redis | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -119,7 +122,8 @@ class XStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadMaxRows(n) if n else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
-        self._target = streams.last_ids(self.client, list(self.ropts.streams))
+        # The target: every stream's tail now; later entries wait for the next run.
+        self._target = streams.infos(self.client, list(self.ropts.streams))
 
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:  # noqa: N802
         ropts = self.ropts
@@ -128,8 +132,15 @@ class XStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # Spark plans a batch only after the previous one completed: everything up to
             # start is processed, including the last batch of a previous run.
             self._ack(known)
-        caps = self._target if self._target is not None else self._tails(list(known))
-        caps = {k: ids.id_max(caps.get(k, known[k]), known[k]) for k in known}
+        now = streams.infos(self.client, list(known))
+        limits = self._target if self._target is not None else now
+        cap_info = {k: limits.get(k) for k in known}
+        caps = {
+            k: ids.id_max(info.last_generated_id if info else ids.ZERO, known[k])
+            for k, info in cap_info.items()
+        }
+        if not ropts.group:
+            self._check_gaps(known, now)
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         fetch: planning.FetchFn | None
         if ropts.group:
@@ -139,9 +150,25 @@ class XStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             fetch = planning.xrange_fetch(self.client)
         else:
             fetch = None
-        end = planning.plan_end(known, caps, max_rows, fetch)
+        peeks: dict[str, str | None] = {}
+        end = planning.plan_end(known, caps, max_rows, fetch, peeks=peeks)
+        for key, pos in end.items():
+            info = cap_info[key]
+            if pos == caps[key]:
+                added_count = info.entries_added if info else None
+                self._seen[key] = Seen(pos, None, added_count)
+            else:
+                self._seen[key] = Seen(pos, peeks.get(key), None)
         end.update(added)
         return end
+
+    def _check_gaps(self, start: Offsets, now: dict[str, StreamInfo | None]) -> None:
+        """Entries trimmed since the previous batch was planned (plain mode)."""
+        for key, pos in start.items():
+            problem = gap_loss(self._seen.get(key), pos, now.get(key))
+            if problem:
+                where = f"stream {key!r} after {pos}"
+                LossReporter(where, self.ropts.fail_on_data_loss).report(problem)
 
     def _tails(self, keys: list[str]) -> Offsets:
         return streams.last_ids(self.client, keys)
@@ -151,6 +178,8 @@ class XStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: Offsets, end: Offsets) -> list[InputPartition]:
         specs = planning.plan_ranges(start, end, self.ropts.partitions_per_stream)
+        if not self.ropts.group:
+            specs = planning.with_expectations(self.client, specs)
         return [InputPartition(spec) for spec in specs]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -24,7 +24,7 @@ class StreamInfo:
     length: int
     first_id: str | None  # None when the stream is empty
     last_generated_id: str
-    max_deleted_id: str  # "0-0" when nothing was ever deleted (or not reported)
+    entries_added: int | None  # None when the server does not report it
 
 
 def _text(value: Any) -> str:
@@ -45,7 +45,7 @@ def parse_xinfo_stream(reply: Any) -> StreamInfo | None:
         length=int(pairs.get("length", 0)),
         first_id=first_id,
         last_generated_id=_text(pairs.get("last-generated-id", ids.ZERO)),
-        max_deleted_id=_text(pairs.get("max-deleted-entry-id", ids.ZERO)),
+        entries_added=int(pairs["entries-added"]) if "entries-added" in pairs else None,
     )
 
 
@@ -79,6 +79,11 @@ def xrange(client: Any, key: str, lo_exclusive: str, hi: str, count: int) -> Any
     """Queue or run ``XRANGE key succ(lo) hi COUNT count`` (raw reply: list of entries)."""
     start = ids.successor(lo_exclusive) or hi
     return client.execute_command("XRANGE", key, start, hi, "COUNT", count)
+
+
+def head(client: Any, key: str) -> Any:
+    """Queue or run ``XRANGE key - + COUNT 1``: the stream's first entry, if any."""
+    return client.execute_command("XRANGE", key, "-", "+", "COUNT", 1)
 
 
 def is_wrongtype(exc: BaseException) -> bool:

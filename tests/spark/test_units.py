@@ -29,7 +29,7 @@ from spark_connector import ids  # noqa: E402
 from spark_connector.convert import DEFAULT_SCHEMA, BatchBuilder  # noqa: E402
 from spark_connector.options import OptionError, ReadOptions, WriteOptions  # noqa: E402
 from spark_connector.planning import Fetched, plan_end, plan_ranges  # noqa: E402
-from spark_connector.range_read import trimmed_past  # noqa: E402
+from spark_connector.range_read import Seen, gap_loss  # noqa: E402
 from spark_connector.streams import StreamInfo, parse_xinfo_stream  # noqa: E402
 from spark_connector.writer import RowLayout  # noqa: E402
 
@@ -83,10 +83,10 @@ def test_split_range_cuts_on_whole_milliseconds() -> None:
     assert pieces == [("999-5", f"1004-{ids.MAX_U64}"), (f"1004-{ids.MAX_U64}", "1009-0")]
 
 
-def test_plan_ranges_marks_the_last_piece_of_each_stream() -> None:
+def test_plan_ranges_skips_empty_ranges() -> None:
     specs = plan_ranges({"a": "0-0", "b": "5-0"}, {"a": "100-0", "b": "5-0"}, 3)
-    assert [s.stream for s in specs] == ["a", "a", "a"]
-    assert [s.open_end for s in specs] == [False, False, True]
+    assert [(s.stream, s.lo) for s in specs][0] == ("a", "0-0")
+    assert {s.stream for s in specs} == {"a"} and specs[-1].hi == "100-0"
 
 
 # -- admission control ----------------------------------------------------------------
@@ -145,28 +145,35 @@ def test_plan_end_without_probe_jumps_to_caps() -> None:
     }
 
 
-# -- data loss rule --------------------------------------------------------------------
+# -- data loss between batches ---------------------------------------------------------
 
 
-def _info(first: str | None, deleted: str) -> StreamInfo:
-    return StreamInfo(length=1, first_id=first, last_generated_id="100-0", max_deleted_id=deleted)
+def _info(first: str | None, added: int, length: int) -> StreamInfo:
+    return StreamInfo(length=length, first_id=first, last_generated_id="100-0", entries_added=added)
 
 
-def test_trimming_past_the_position_is_loss_but_xdel_holes_are_not() -> None:
-    assert trimmed_past("5-0", "50-0", True, _info("20-0", "19-0")) == "19-0"
-    assert trimmed_past("5-0", "50-0", True, _info(None, "60-0")) == "60-0"  # all trimmed
-    assert trimmed_past("20-0", "50-0", True, _info("20-0", "19-0")) is None  # already read
-    assert trimmed_past("5-0", "50-0", True, _info("1-0", "30-0")) is None  # XDEL hole
-    assert trimmed_past("5-0", "50-0", True, None) is None  # missing stream
-    # a trim reaching past a middle sub-range is reported by the later one
-    assert trimmed_past("5-0", "10-0", False, _info("30-0", "29-0")) is None
-    assert trimmed_past("5-0", "10-0", False, _info("9-0", "8-0")) == "8-0"
+def test_gap_loss_with_a_remembered_next_entry() -> None:
+    seen = Seen("10-0", "11-0", None)
+    assert gap_loss(seen, "10-0", _info("11-0", 50, 40)) is None  # still there
+    assert gap_loss(seen, "10-0", _info("5-0", 50, 40)) is None  # XDEL'd, not trimmed
+    assert "11-0" in (gap_loss(seen, "10-0", _info("12-0", 50, 40)) or "")
+    assert gap_loss(seen, "10-0", None) is not None  # the whole stream is gone
+    assert gap_loss(seen, "9-0", _info("12-0", 50, 40)) is None  # another position
+
+
+def test_gap_loss_with_the_entries_added_counter() -> None:
+    seen = Seen("10-0", None, 20)  # the batch read up to the tail, 20 entries added so far
+    assert gap_loss(seen, "10-0", _info("11-0", 25, 5)) is None  # 5 new, 5 present
+    assert gap_loss(seen, "10-0", _info("3-0", 25, 9)) is None  # head behind the position
+    assert "2 entries" in (gap_loss(seen, "10-0", _info("14-0", 25, 3)) or "")
+    assert gap_loss(seen, "10-0", _info(None, 25, 0)) is not None  # all trimmed
+    assert gap_loss(Seen("10-0", None, None), "10-0", _info("14-0", 25, 3)) is None
 
 
 def test_parse_xinfo_stream_flat_reply() -> None:
-    reply = [b"length", 2, b"last-generated-id", b"9-0", b"max-deleted-entry-id", b"3-0",
+    reply = [b"length", 2, b"last-generated-id", b"9-0", b"entries-added", 7,
              b"first-entry", [b"4-0", [b"a", b"1"]], b"last-entry", [b"9-0", [b"a", b"2"]]]
-    assert parse_xinfo_stream(reply) == StreamInfo(2, "4-0", "9-0", "3-0")
+    assert parse_xinfo_stream(reply) == StreamInfo(2, "4-0", "9-0", 7)
 
 
 # -- options -----------------------------------------------------------------------------
