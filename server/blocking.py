@@ -3,6 +3,11 @@ clients, a ready_keys list filled by writes, and a pass run before the event loo
 re-runs each waiting client's command, oldest first. Only clients waiting on a key that got
 data are woken; one that finds nothing (another consumer took it) blocks again with its
 original deadline.
+
+As in Redis 7.2+ (handleClientsBlockedOnKey), a waiting client is re-run only when its key
+now holds the type it waits for (a stream); a key deleted or replaced by another type leaves
+it waiting, unless its request asked to be woken then (`unblock_on_nokey`: XREADGROUP, whose
+re-run answers the error: NOGROUP for a deleted key, WRONGTYPE for a replaced one).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from protocol.encoder import ErrorReply
+from storage.keyspace import type_name
 
 if TYPE_CHECKING:
     from server.client import Client
@@ -32,19 +38,27 @@ class BlockRequest:
     timeout_ms: int
     argv: list[bytes]
     timeout_reply: Any
+    # The type (TYPE's name) a key must hold for the re-run to be worth trying.
+    key_type: str = "stream"
+    # Re-run also when a key was deleted or now holds another type (XREADGROUP).
+    unblock_on_nokey: bool = False
 
 
 class BlockState:
-    __slots__ = ("keys", "deadline", "argv", "timeout_reply", "timer", "spec")
+    __slots__ = ("keys", "deadline", "argv", "timeout_reply", "timer", "spec", "key_type",
+                 "unblock_on_nokey")
 
     def __init__(self, keys: list[KeyRef], deadline: float | None, argv: list[bytes],
-                 timeout_reply: Any, spec: CommandSpec) -> None:
+                 timeout_reply: Any, spec: CommandSpec, key_type: str = "stream",
+                 unblock_on_nokey: bool = False) -> None:
         self.keys = keys
         self.deadline = deadline  # loop time in seconds, None = forever
         self.argv = argv
         self.timeout_reply = timeout_reply
         self.timer: asyncio.TimerHandle | None = None
         self.spec = spec
+        self.key_type = key_type
+        self.unblock_on_nokey = unblock_on_nokey
 
 
 class Blocking:
@@ -73,7 +87,8 @@ class Blocking:
                 deadline = loop.time() + request.timeout_ms / 1000.0
                 timer = loop.call_at(deadline, self._on_timeout, client)
             self.blocked_clients += 1
-        state = BlockState(keys, deadline, request.argv, request.timeout_reply, spec)
+        state = BlockState(keys, deadline, request.argv, request.timeout_reply, spec,
+                           request.key_type, request.unblock_on_nokey)
         state.timer = timer
         client.blocked = state
         for ref in keys:
@@ -146,8 +161,6 @@ class Blocking:
         """Serve the clients blocked on keys that got data (handleClientsBlockedOnKeys). A client
         that re-blocks goes to the tail of the key's queue, as in Redis, and is not retried in
         the same pass; keys made ready by the served commands are handled in a further round."""
-        from server.dispatch import call  # local import: dispatch imports blocking's users
-
         while self.ready_keys:
             batch = self.ready_keys
             self.ready_keys = []
@@ -156,25 +169,41 @@ class Blocking:
                 waiters = self.blocking_keys.get(ref)
                 if not waiters:
                     continue
+                db = self.server.dbs[ref[0]]
+                # Only the clients waiting now: one that blocks again joins the tail.
                 for client in list(waiters.values()):
                     state = client.blocked
-                    if state is None or client.closed:
+                    if state is None or client.closed or ref not in state.keys:
                         continue
-                    self._detach(client)
-                    saved_db = client.db
-                    client.db = self.server.dbs[ref[0]]
-                    reply = call(client, state.spec, state.argv)
-                    if type(reply) is BlockRequest:
-                        self.block(client, reply, state.spec)
-                        client.db = saved_db
-                        continue
-                    client.db = saved_db
-                    if state.timer is not None:
-                        state.timer.cancel()
-                    client.blocked = None
-                    self.blocked_clients -= 1
-                    client.reply(reply)
-                    self.server.resume_client(client)
+                    value = db.get(ref[1])
+                    if (value is None or type_name(value) != state.key_type) and \
+                            not state.unblock_on_nokey:
+                        continue  # deleted or replaced: keep waiting (XREAD)
+                    self._serve(client, state, db)
+
+    def _serve(self, client: Client, state: BlockState, db: Any) -> None:
+        """Re-run a waiting client's command; answer it, or let it wait again (same deadline)."""
+        from server.dispatch import call  # local import: dispatch imports blocking's users
+
+        self._detach(client)
+        saved_db = client.db
+        client.db = db
+        try:
+            reply = call(client, state.spec, state.argv)
+        except Exception as exc:  # a handler bug must not stop the wake-up pass
+            self.server.log.warning(f"error re-running a blocked command: {exc!r}")
+            reply = ErrorReply(f"ERR {exc}")
+        finally:
+            client.db = saved_db
+        if type(reply) is BlockRequest:
+            self.block(client, reply, state.spec)
+            return
+        if state.timer is not None:
+            state.timer.cancel()
+        client.blocked = None
+        self.blocked_clients -= 1
+        client.reply(reply)
+        self.server.resume_client(client)
 
     def waiting_on(self, db: int, key: bytes) -> int:
         waiters = self.blocking_keys.get((db, key))

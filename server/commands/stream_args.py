@@ -1,0 +1,378 @@
+"""Shared pieces of the stream command families (stream_cmds, xread, xinfo, group_cmds):
+the stream lookup with its WRONGTYPE check, ID parsing with Redis's error texts, XADD/XTRIM
+trim options, the KEEPREF/DELREF/ACKED reference policies, the XDELEX/XACKDEL IDS block,
+COUNT/BLOCK parsing and the reply shape of entries.
+
+Consumer groups plug into trimming and deleting through `register_ref_hooks` (see RefHooks):
+until a module registers hooks, or while a stream has no groups (`stream.cgroups is None`),
+DELREF and ACKED behave exactly like KEEPREF.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+from server.errors import NOT_INTEGER, SYNTAX, CommandError, WrongTypeError
+from server.parsing import INT64_MAX, eq, is_canonical_int
+from storage.stream import Stream
+from storage.stream_id import (
+    INVALID_ID_MSG,
+    MAX_ID,
+    InvalidStreamID,
+    StreamID,
+    format_id,
+    parse_id,
+    parse_range_bound,
+    parse_xadd_id,
+)
+
+if TYPE_CHECKING:
+    from server.client import Client
+
+# Entries as the storage yields them: (id, [f1, v1, f2, v2, ...]).
+Entry = tuple[StreamID, list[bytes]]
+
+# Reference policies of XADD/XTRIM/XDELEX/XACKDEL (Redis 8.2).
+KEEPREF = "keepref"
+DELREF = "delref"
+ACKED = "acked"
+_POLICIES = {b"keepref": KEEPREF, b"delref": DELREF, b"acked": ACKED}
+
+MAXLEN = "maxlen"
+MINID = "minid"
+
+ERR_MAXLEN_MINID = "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
+ERR_MAXLEN_NEGATIVE = "ERR The MAXLEN argument must be >= 0."
+ERR_LIMIT_NEGATIVE = "ERR The LIMIT argument must be >= 0."
+ERR_LIMIT_NO_STRATEGY = (
+    "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
+)
+ERR_XTRIM_NO_STRATEGY = "ERR syntax error, XTRIM must be called with a trimming strategy"
+ERR_LIMIT_NO_APPROX = "ERR syntax error, LIMIT cannot be used without the special ~ option"
+ERR_NUMIDS_POSITIVE = "ERR Number of IDs must be a positive integer"
+ERR_NUMIDS_MISMATCH = "ERR The `numids` parameter must match the number of arguments"
+ERR_IDS_REQUIRED = "ERR IDS option is required"
+ERR_TIMEOUT_NOT_INT = "ERR timeout is not an integer or out of range"
+ERR_TIMEOUT_NEGATIVE = "ERR timeout is negative"
+ERR_TIMEOUT_RANGE = "ERR timeout is out of range"
+
+# XDELEX / XACKDEL per-ID result codes.
+DEL_NO_ID = -1
+DEL_DELETED = 1
+DEL_REFERENCED = 2
+
+
+# -- lookups ------------------------------------------------------------------------------------
+def lookup_stream(client: Client, key: bytes) -> Stream | None:
+    """The stream at key, None when absent; WRONGTYPE when the key holds something else."""
+    value = client.db.get(key)
+    if value is None:
+        return None
+    if type(value) is not Stream:
+        raise WrongTypeError()
+    return value
+
+
+def lookup_or_create(client: Client, key: bytes) -> Stream:
+    """The stream at key, created empty (and stored) when absent."""
+    stream = lookup_stream(client, key)
+    if stream is None:
+        stream = Stream()
+        client.db.add(key, stream)
+    return stream
+
+
+def node_limits(client: Client) -> tuple[int, int]:
+    """stream-node-max-bytes and stream-node-max-entries, read at every call (CONFIG SET)."""
+    config = client.server.config
+    return config["stream-node-max-bytes"], config["stream-node-max-entries"]
+
+
+# -- IDs ----------------------------------------------------------------------------------------
+def parse_strict_id(arg: bytes, missing_seq: int = 0) -> StreamID:
+    """An ID where `-` and `+` are not accepted (streamParseStrictIDOrReply)."""
+    try:
+        return parse_id(arg, missing_seq, strict=True)
+    except InvalidStreamID as exc:
+        raise CommandError(str(exc)) from None
+
+
+def parse_loose_id(arg: bytes, missing_seq: int = 0) -> StreamID:
+    """An ID where `-` is 0-0 and `+` the maximum ID (streamParseIDOrReply)."""
+    try:
+        return parse_id(arg, missing_seq)
+    except InvalidStreamID as exc:
+        raise CommandError(str(exc)) from None
+
+
+def parse_range(start_arg: bytes, end_arg: bytes) -> tuple[StreamID, StreamID]:
+    """XRANGE-style bounds with `-`, `+`, incomplete IDs and `(` exclusive bounds, as
+    inclusive IDs. The start is parsed (and checked) first, as xrangeGenericCommand does."""
+    try:
+        start, _ = parse_range_bound(start_arg, True)
+        end, _ = parse_range_bound(end_arg, False)
+    except InvalidStreamID as exc:
+        raise CommandError(str(exc)) from None
+    return start, end
+
+
+def format_entry(entry: Entry) -> list[object]:
+    """[id, [field, value, ...]] as every stream reply shows an entry."""
+    return [format_id(entry[0]), entry[1]]
+
+
+def format_entries(entries: list[Entry]) -> list[list[object]]:
+    return [[format_id(eid), fields] for eid, fields in entries]
+
+
+# -- integers -----------------------------------------------------------------------------------
+def parse_ll(arg: bytes, error: str = NOT_INTEGER) -> int:
+    """getLongLongFromObjectOrReply: a canonical signed 64-bit integer."""
+    if not is_canonical_int(arg):
+        raise CommandError(error)
+    return int(arg)
+
+
+def parse_count(arg: bytes) -> int:
+    """COUNT of XRANGE/XREAD: an integer, negative meaning 0 (no limit for XREAD)."""
+    value = parse_ll(arg)
+    return value if value > 0 else 0
+
+
+def parse_block_timeout(arg: bytes, now_ms: int) -> int:
+    """BLOCK <ms> (getTimeoutFromObjectOrReply in milliseconds): 0 = forever."""
+    value = parse_ll(arg, ERR_TIMEOUT_NOT_INT)
+    if value < 0:
+        raise CommandError(ERR_TIMEOUT_NEGATIVE)
+    if value > 0 and value > INT64_MAX - now_ms:
+        raise CommandError(ERR_TIMEOUT_RANGE)
+    return value
+
+
+def policy_of(arg: bytes) -> str | None:
+    """KEEPREF / DELREF / ACKED (any case) as a policy name, else None."""
+    if 5 <= len(arg) <= 7:
+        return _POLICIES.get(arg.lower())
+    return None
+
+
+# -- XADD / XTRIM options -------------------------------------------------------------------------
+class TrimArgs:
+    """What streamParseAddOrTrimArgsOrReply leaves: the trim strategy and threshold, `~`,
+    LIMIT, the reference policy, NOMKSTREAM and (XADD) the position of the ID argument."""
+
+    __slots__ = (
+        "strategy", "maxlen", "minid", "approx", "limit", "limit_given", "policy",
+        "nomkstream", "id_pos", "id_spec", "seq_given",
+    )
+
+    def __init__(self) -> None:
+        self.strategy: str | None = None
+        self.maxlen = 0
+        self.minid: StreamID = (0, 0)
+        self.approx = False
+        self.limit = 0
+        self.limit_given = False
+        self.policy = KEEPREF
+        self.nomkstream = False
+        self.id_pos = 0
+        # XADD's ID: None for `*`; seq_given False for `ms-*`.
+        self.id_spec: StreamID | None = None
+        self.seq_given = True
+
+    @property
+    def threshold(self) -> int | StreamID:
+        return self.maxlen if self.strategy == MAXLEN else self.minid
+
+
+def parse_trim_args(argv: list[bytes], xadd: bool, max_entries: int) -> TrimArgs:
+    """Parse XADD's options and ID (whose index goes to `id_pos`) or XTRIM's options,
+    checking them in Redis's order and with its texts. `max_entries` is
+    stream-node-max-entries (the default LIMIT of `~` trimming is 100 nodes' worth)."""
+    args = TrimArgs()
+    argc = len(argv)
+    i = 2
+    while i < argc:
+        opt = argv[i]
+        more = argc - 1 - i
+        if xadd and opt == b"*":
+            break  # the common case: auto ID
+        low = opt.lower() if len(opt) <= 10 else b""
+        if (low == b"maxlen" or low == b"minid") and more:
+            if args.strategy is not None:
+                raise CommandError(ERR_MAXLEN_MINID)
+            args.approx = False
+            nxt = argv[i + 1]
+            if more >= 2 and nxt == b"~":
+                args.approx = True
+                i += 1
+            elif more >= 2 and nxt == b"=":
+                i += 1
+            if low == b"maxlen":
+                args.maxlen = parse_ll(argv[i + 1])
+                if args.maxlen < 0:
+                    raise CommandError(ERR_MAXLEN_NEGATIVE)
+                args.strategy = MAXLEN
+            else:
+                args.minid = parse_strict_id(argv[i + 1])
+                args.strategy = MINID
+            i += 2
+            continue
+        if low == b"limit" and more:
+            args.limit = parse_ll(argv[i + 1])
+            if args.limit < 0:
+                raise CommandError(ERR_LIMIT_NEGATIVE)
+            args.limit_given = True
+            i += 2
+            continue
+        if xadd and low == b"nomkstream":
+            args.nomkstream = True
+        elif (policy := policy_of(opt)) is not None:
+            args.policy = policy
+        elif xadd:
+            try:  # the ID, or anything else reported as an invalid ID
+                args.id_spec, args.seq_given = parse_xadd_id(opt)
+            except InvalidStreamID as exc:
+                raise CommandError(str(exc)) from None
+            break
+        else:
+            raise CommandError(SYNTAX)
+        i += 1
+    args.id_pos = i
+    if args.limit and args.strategy is None:
+        raise CommandError(ERR_LIMIT_NO_STRATEGY)
+    if not xadd and args.strategy is None:
+        raise CommandError(ERR_XTRIM_NO_STRATEGY)
+    if args.limit_given:
+        if not args.approx:
+            raise CommandError(ERR_LIMIT_NO_APPROX)
+    elif args.approx:
+        args.limit = 100 * max_entries  # at most 100 nodes' worth of work
+    else:
+        args.limit = 0
+    return args
+
+
+# -- consumer-group references ---------------------------------------------------------------------
+class RefHooks(Protocol):
+    """What the consumer-group module provides so that trimming and deleting honour the
+    DELREF and ACKED policies. Only called for streams whose `cgroups` is not None."""
+
+    def is_referenced(self, stream: Stream, entry_id: StreamID) -> bool:
+        """ACKED: True while some group still needs the entry (pending somewhere, or not yet
+        delivered to a group)."""
+        ...
+
+    def drop_refs(self, stream: Stream, entry_id: StreamID) -> bool:
+        """DELREF: remove the entry from every group's PEL; True if any reference went."""
+        ...
+
+
+_ref_hooks: RefHooks | None = None
+
+
+def register_ref_hooks(hooks: RefHooks | None) -> None:
+    """Install (or with None remove) the consumer-group reference hooks."""
+    global _ref_hooks
+    _ref_hooks = hooks
+
+
+def ref_hooks(stream: Stream, policy: str) -> RefHooks | None:
+    """The hooks to apply for policy on stream, or None when it acts as KEEPREF."""
+    if policy == KEEPREF or stream.cgroups is None:
+        return None
+    return _ref_hooks
+
+
+def trim_callbacks(
+    stream: Stream, policy: str
+) -> tuple[Callable[[StreamID], bool] | None, Callable[[StreamID], None] | None]:
+    """(can_delete, on_delete) for Stream.trim under policy."""
+    hooks = ref_hooks(stream, policy)
+    if hooks is None:
+        return None, None
+    if policy == ACKED:
+        return (lambda eid: not hooks.is_referenced(stream, eid)), None
+    return None, (lambda eid: hooks.drop_refs(stream, eid) and None)
+
+
+def apply_trim(stream: Stream, args: TrimArgs) -> int:
+    """Trim stream as args say; returns the number of entries removed."""
+    can_delete, on_delete = trim_callbacks(stream, args.policy)
+    return stream.trim(args.strategy or MAXLEN, args.threshold, args.approx, args.limit,
+                       can_delete, on_delete)
+
+
+def trim_effect_args(stream: Stream, args: TrimArgs) -> list[bytes]:
+    """The trim options as they must be replayed (AOF): always exact (`=`), without LIMIT,
+    and for `~` the threshold rewritten to the state reached (the length, or the first
+    entry's ID tombstones included), as streamRewriteTrimArgument does."""
+    if args.strategy == MAXLEN:
+        value = stream.length if args.approx else args.maxlen
+        out = [b"MAXLEN", b"=", b"%d" % value]
+    else:
+        if args.approx:
+            first = next(stream.nodes(), None)
+            value_id = first[0] if first is not None else MAX_ID
+        else:
+            value_id = args.minid
+        out = [b"MINID", b"=", format_id(value_id)]
+    if args.policy != KEEPREF:
+        out.append(args.policy.upper().encode())
+    return out
+
+
+# -- XDELEX / XACKDEL ---------------------------------------------------------------------------
+def parse_del_args(argv: list[bytes], start: int) -> tuple[str, list[StreamID]]:
+    """[KEEPREF|DELREF|ACKED] IDS numids id... (the IDS block may come anywhere): returns the
+    policy and the parsed IDs (all parsed before anything is changed)."""
+    policy: str | None = None
+    ids_at = -1
+    numids = 0
+    argc = len(argv)
+    i = start
+    while i < argc:
+        opt = argv[i]
+        if eq(opt, b"ids") and i + 1 < argc:
+            arg = argv[i + 1]
+            numids = int(arg) if is_canonical_int(arg) else 0
+            if numids < 1:
+                raise CommandError(ERR_NUMIDS_POSITIVE)
+            if numids > argc - i - 2:
+                raise CommandError(ERR_NUMIDS_MISMATCH)
+            ids_at = i + 2
+            i = ids_at + numids
+            continue
+        found = policy_of(opt)
+        if found is None or policy is not None:
+            raise CommandError(SYNTAX)
+        policy = found
+        i += 1
+    if ids_at < 0:
+        raise CommandError(ERR_IDS_REQUIRED)
+    ids = [parse_strict_id(arg) for arg in argv[ids_at:ids_at + numids]]
+    return policy or KEEPREF, ids
+
+
+def delete_with_policy(stream: Stream, entry_id: StreamID, policy: str) -> int:
+    """Delete one entry under policy: DEL_DELETED, DEL_NO_ID or DEL_REFERENCED (ACKED and a
+    group still needs it). With DELREF the references go even when the entry is gone."""
+    hooks = ref_hooks(stream, policy)
+    if hooks is not None:
+        if policy == ACKED:
+            if hooks.is_referenced(stream, entry_id):
+                return DEL_REFERENCED
+        else:
+            hooks.drop_refs(stream, entry_id)
+    return DEL_DELETED if stream.delete(entry_id) else DEL_NO_ID
+
+
+__all__ = [
+    "ACKED", "DELREF", "DEL_DELETED", "DEL_NO_ID", "DEL_REFERENCED", "INVALID_ID_MSG", "KEEPREF",
+    "MAXLEN", "MINID", "Entry", "RefHooks", "TrimArgs", "apply_trim", "delete_with_policy",
+    "format_entries", "format_entry", "lookup_or_create", "lookup_stream", "node_limits",
+    "parse_block_timeout", "parse_count", "parse_del_args", "parse_ll", "parse_loose_id",
+    "parse_range", "parse_strict_id", "parse_trim_args", "policy_of", "ref_hooks",
+    "register_ref_hooks", "trim_callbacks", "trim_effect_args",
+]

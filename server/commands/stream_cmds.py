@@ -1,0 +1,223 @@
+"""Stream commands: XADD, XLEN, XRANGE, XREVRANGE, XDEL, XDELEX, XTRIM, XSETID (t_stream.c).
+XREAD lives in xread.py and XINFO in xinfo.py; shared parsing in stream_args.py."""
+
+from __future__ import annotations
+
+from protocol.encoder import EMPTY_ARRAY, NULL_ARRAY, OK
+from server.client import Client
+from server.commands import xinfo, xread  # noqa: F401 - register XREAD and XINFO
+from server.commands.stream_args import (
+    DEL_DELETED,
+    apply_trim,
+    delete_with_policy,
+    format_entries,
+    lookup_or_create,
+    lookup_stream,
+    node_limits,
+    parse_del_args,
+    parse_ll,
+    parse_range,
+    parse_strict_id,
+    parse_trim_args,
+    trim_effect_args,
+)
+from server.dispatch import command
+from server.errors import NO_SUCH_KEY, SYNTAX, CommandError, wrong_arity
+from server.parsing import eq
+from storage.stream import MSG_EXHAUSTED, MSG_ID_ZERO, Stream, StreamError
+from storage.stream_id import MAX_ID, format_id
+
+# OBJECT ENCODING and TYPE read these class attributes (storage/stream.py may not set them).
+if not hasattr(Stream, "TYPE_NAME"):
+    Stream.TYPE_NAME = "stream"  # type: ignore[attr-defined]
+if not hasattr(Stream, "ENCODING"):
+    Stream.ENCODING = "stream"  # type: ignore[attr-defined]
+
+_W = "@write @stream"
+_R = "@read @stream"
+
+ERR_SETID_SMALLER_MAXDEL = (
+    "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id"
+)
+ERR_SETID_SMALLER_CURRENT_MAXDEL = (
+    "ERR The ID specified in XSETID is smaller than current max_deleted_entry_id"
+)
+ERR_SETID_SMALLER_TOP = "ERR The ID specified in XSETID is smaller than the target stream top item"
+ERR_SETID_ENTRIES_ADDED = (
+    "ERR The entries_added specified in XSETID is smaller than the target stream length"
+)
+ERR_ENTRIES_ADDED_NEGATIVE = "ERR entries_added must be positive"
+
+
+@command("xadd", -5, "write denyoom fast", keys=(1, 1, 1), categories=f"{_W} @fast",
+         summary="Appends a new message to a stream. Creates the key if it doesn't exist.",
+         since="5.0.0", group="stream")
+def xadd(client: Client, argv: list[bytes]) -> object:
+    max_bytes, max_entries = node_limits(client)
+    args = parse_trim_args(argv, True, max_entries)
+    field_pos = args.id_pos + 1
+    nfields = len(argv) - field_pos
+    if nfields < 2 or nfields & 1:
+        raise wrong_arity("xadd")
+    id_spec = args.id_spec
+    if id_spec is not None and args.seq_given and id_spec == (0, 0):
+        raise CommandError(MSG_ID_ZERO)  # before the key is created or type-checked
+    key = argv[1]
+    if args.nomkstream:
+        stream = lookup_stream(client, key)
+        if stream is None:
+            return None
+    else:
+        stream = lookup_or_create(client, key)
+    if stream.last_id == MAX_ID:
+        raise CommandError(MSG_EXHAUSTED)
+    fields = argv[field_pos:]
+    try:
+        new_id = stream.append(fields, id_spec, args.seq_given, None, max_bytes, max_entries)
+    except StreamError as exc:
+        raise CommandError(str(exc)) from None
+    id_bytes = format_id(new_id)
+    server = client.server
+    db = client.db
+    if args.strategy is None:
+        server.propagate(db, [b"XADD", key, id_bytes, *fields])
+    else:
+        apply_trim(stream, args)
+        server.propagate(db, [b"XADD", key, *trim_effect_args(stream, args), id_bytes, *fields])
+    server.key_changed(db, key)  # WATCH, and wakes the clients blocked on the key
+    return id_bytes
+
+
+@command("xlen", 2, "readonly fast", keys=(1, 1, 1), categories=f"{_R} @fast",
+         summary="Return the number of messages in a stream.", since="5.0.0", group="stream")
+def xlen(client: Client, argv: list[bytes]) -> object:
+    stream = lookup_stream(client, argv[1])
+    return 0 if stream is None else stream.length
+
+
+def _xrange(client: Client, argv: list[bytes], rev: bool) -> object:
+    start, end = parse_range(argv[3], argv[2]) if rev else parse_range(argv[2], argv[3])
+    count = -1
+    argc = len(argv)
+    j = 4
+    while j < argc:
+        if eq(argv[j], b"count") and j + 1 < argc:
+            count = parse_ll(argv[j + 1])
+            if count < 0:
+                count = 0
+            j += 2
+        else:
+            raise CommandError(SYNTAX)
+    stream = lookup_stream(client, argv[1])
+    if stream is None:
+        return EMPTY_ARRAY
+    if count == 0:
+        return NULL_ARRAY
+    return format_entries(stream.range(start, end, max(count, 0), rev))
+
+
+@command("xrange", -4, "readonly", keys=(1, 1, 1), categories=f"{_R} @slow",
+         summary="Returns the messages from a stream within a range of IDs.", since="5.0.0",
+         group="stream")
+def xrange(client: Client, argv: list[bytes]) -> object:
+    return _xrange(client, argv, False)
+
+
+@command("xrevrange", -4, "readonly", keys=(1, 1, 1), categories=f"{_R} @slow",
+         summary="Returns the messages from a stream within a range of IDs in reverse order.",
+         since="5.0.0", group="stream")
+def xrevrange(client: Client, argv: list[bytes]) -> object:
+    return _xrange(client, argv, True)
+
+
+@command("xdel", -3, "write fast", keys=(1, 1, 1), categories=f"{_W} @fast",
+         summary="Returns the number of messages after removing them from a stream.",
+         since="5.0.0", group="stream")
+def xdel(client: Client, argv: list[bytes]) -> object:
+    key = argv[1]
+    stream = lookup_stream(client, key)
+    if stream is None:
+        return 0
+    ids = [parse_strict_id(arg) for arg in argv[2:]]  # all or nothing
+    deleted = 0
+    for entry_id in ids:
+        if stream.delete(entry_id):
+            deleted += 1
+    if deleted:
+        client.server.signal_modified_key(client.db, key)
+        client.server.propagate(client.db, list(argv))
+    return deleted
+
+
+@command("xdelex", -5, "write fast", keys=(1, 1, 1), categories=f"{_W} @fast",
+         summary="Deletes one or multiple entries from the stream.", since="8.2.0",
+         group="stream")
+def xdelex(client: Client, argv: list[bytes]) -> object:
+    policy, ids = parse_del_args(argv, 2)
+    key = argv[1]
+    stream = lookup_stream(client, key)
+    if stream is None:
+        return [-1] * len(ids)
+    results = [delete_with_policy(stream, entry_id, policy) for entry_id in ids]
+    if DEL_DELETED in results or policy != "keepref" and stream.cgroups is not None:
+        client.server.signal_modified_key(client.db, key)
+        client.server.propagate(client.db, list(argv))
+    return results
+
+
+@command("xtrim", -4, "write", keys=(1, 1, 1), categories=f"{_W} @slow",
+         summary="Deletes messages from the beginning of a stream.", since="5.0.0",
+         group="stream")
+def xtrim(client: Client, argv: list[bytes]) -> object:
+    _, max_entries = node_limits(client)
+    args = parse_trim_args(argv, False, max_entries)
+    key = argv[1]
+    stream = lookup_stream(client, key)
+    if stream is None:
+        return 0
+    removed = apply_trim(stream, args)
+    if removed:
+        client.server.signal_modified_key(client.db, key)
+        client.server.propagate(client.db, [b"XTRIM", key, *trim_effect_args(stream, args)])
+    return removed
+
+
+@command("xsetid", -3, "write denyoom fast", keys=(1, 1, 1), categories=f"{_W} @fast",
+         summary="An internal command for replicating stream values.", since="5.0.0",
+         group="stream")
+def xsetid(client: Client, argv: list[bytes]) -> object:
+    new_id = parse_strict_id(argv[2])
+    entries_added = -1
+    max_deleted = (0, 0)
+    argc = len(argv)
+    i = 3
+    while i < argc:
+        more = argc - 1 - i
+        if eq(argv[i], b"entriesadded") and more:
+            entries_added = parse_ll(argv[i + 1])
+            if entries_added < 0:
+                raise CommandError(ERR_ENTRIES_ADDED_NEGATIVE)
+        elif eq(argv[i], b"maxdeletedid") and more:
+            max_deleted = parse_strict_id(argv[i + 1])
+            if new_id < max_deleted:
+                raise CommandError(ERR_SETID_SMALLER_MAXDEL)
+        else:
+            raise CommandError(SYNTAX)
+        i += 2
+    key = argv[1]
+    stream = lookup_stream(client, key)
+    if stream is None:
+        raise CommandError(NO_SUCH_KEY)
+    if new_id < stream.max_deleted_entry_id:
+        raise CommandError(ERR_SETID_SMALLER_CURRENT_MAXDEL)
+    if stream.length:
+        top = stream.last_entry_id()
+        if top is not None and new_id < top:
+            raise CommandError(ERR_SETID_SMALLER_TOP)
+        if entries_added != -1 and stream.length > entries_added:
+            raise CommandError(ERR_SETID_ENTRIES_ADDED)
+    stream.set_id(new_id, entries_added if entries_added != -1 else None,
+                  max_deleted if max_deleted != (0, 0) else None)
+    client.server.signal_modified_key(client.db, key)
+    client.server.propagate(client.db, list(argv))
+    return OK

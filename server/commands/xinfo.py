@@ -1,0 +1,96 @@
+"""XINFO STREAM key [FULL [COUNT n]] and XINFO HELP.
+
+The consumer-group module adds `xinfo|groups` and `xinfo|consumers` itself (the container is
+registered here) and fills the `groups` part of XINFO STREAM FULL through
+`register_full_groups_hook`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from server.client import Client
+from server.commands.help import help_reply
+from server.commands.stream_args import format_entries, format_entry, lookup_stream, parse_ll
+from server.dispatch import command, container
+from server.errors import NO_SUCH_KEY, CommandError
+from server.parsing import eq
+from storage.stream import Stream
+from storage.stream_id import MAX_ID, MIN_ID, format_id
+
+# (client, stream, count) -> the list of group descriptions for XINFO STREAM FULL, where
+# count (0 = all) bounds the PEL entries shown per group and per consumer.
+FullGroupsHook = Callable[[Client, Stream, int], list]
+
+_full_groups_hook: FullGroupsHook | None = None
+
+
+def register_full_groups_hook(hook: FullGroupsHook | None) -> None:
+    """Install the function that describes a stream's groups in XINFO STREAM FULL."""
+    global _full_groups_hook
+    _full_groups_hook = hook
+
+
+def _syntax_error(argv: list[bytes]) -> CommandError:
+    sub = argv[1].decode(errors="replace")[:128]
+    return CommandError(f"ERR unknown subcommand or wrong number of arguments for '{sub}'. "
+                        f"Try {argv[0].decode(errors='replace').upper()} HELP.")
+
+
+container("xinfo", -2, summary="A container for stream introspection commands.",
+          since="5.0.0", group="stream")
+
+
+@command("xinfo|stream", -3, "readonly", keys=(2, 2, 1), categories="@read @stream @slow",
+         summary="Returns information about a stream.", since="5.0.0", group="stream")
+def xinfo_stream(client: Client, argv: list[bytes]) -> object:
+    stream = lookup_stream(client, argv[2])
+    if stream is None:
+        raise CommandError(NO_SUCH_KEY)
+    argc = len(argv)
+    full = False
+    count = 10
+    if argc > 3:
+        if not eq(argv[3], b"full"):
+            raise _syntax_error(argv)
+        full = True
+        if argc == 6 and eq(argv[4], b"count"):
+            count = parse_ll(argv[5])
+            if count < 0:
+                count = 0
+        elif argc != 4:
+            raise _syntax_error(argv)
+    info: dict[bytes, object] = {
+        b"length": stream.length,
+        b"radix-tree-keys": stream.node_count(),
+        b"radix-tree-nodes": stream.rax_node_count(),
+        b"last-generated-id": format_id(stream.last_id),
+        b"max-deleted-entry-id": format_id(stream.max_deleted_entry_id),
+        b"entries-added": stream.entries_added,
+        b"recorded-first-entry-id": format_id(stream.first_id),
+    }
+    if not full:
+        info[b"groups"] = len(stream.cgroups) if stream.cgroups is not None else 0
+        first = stream.range(MIN_ID, MAX_ID, 1)
+        last = stream.range(MIN_ID, MAX_ID, 1, rev=True)
+        info[b"first-entry"] = format_entry(first[0]) if first else None
+        info[b"last-entry"] = format_entry(last[0]) if last else None
+        return info
+    info[b"entries"] = format_entries(stream.range(MIN_ID, MAX_ID, count))
+    hook = _full_groups_hook
+    info[b"groups"] = hook(client, stream, count) if hook is not None and stream.cgroups else []
+    return info
+
+
+@command("xinfo|help", 2, "loading stale", categories="@stream @slow",
+         summary="Returns helpful text about the different subcommands.", since="5.0.0",
+         group="stream")
+def xinfo_help(client: Client, argv: list[bytes]) -> object:
+    return help_reply("XINFO", [
+        "CONSUMERS <key> <groupname>",
+        "    Show consumers of <groupname>.",
+        "GROUPS <key>",
+        "    Show the stream consumer groups.",
+        "STREAM <key> [FULL [COUNT <count>]",
+        "    Show information about the stream.",
+    ])
