@@ -1,0 +1,613 @@
+"""Consumer groups: groups, consumers, pending entries lists (t_stream.c's streamCG,
+streamConsumer, streamNACK), and the stream's reverse index of pending references.
+
+A group holds ``last_id``, ``entries_read`` and three rax trees:
+
+* ``pel``: 16-byte ID key -> NACK (delivery_time, delivery_count, consumer);
+* ``pel_by_time``: 8-byte big-endian delivery time + 16-byte ID key -> None, so
+  idle entries are found oldest first (XREADGROUP CLAIM);
+* ``consumers``: name -> Consumer, each with its own ``pel`` rax sharing the
+  group's NACK objects.
+
+``stream.cgroups`` is None until the first group, then a rax name -> group;
+``stream.cgroups_ref`` is None or a rax ID key -> list of the groups that have
+the ID pending.  Every PEL insert and removal goes through this module so the
+four trees always agree (``verify()`` checks it).  It serves the KEEPREF /
+DELREF / ACKED policies of XDELEX, XACKDEL, XTRIM and XADD.
+
+No clock is read here: every time is a ``now`` argument in Unix milliseconds.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from storage.consumer_group_lag import INVALID_ENTRIES_READ, advance_read_counter
+from storage.rax import Rax
+from storage.stream_id import StreamID, id_to_key, key_to_id
+
+if TYPE_CHECKING:
+    from storage.stream import Stream
+
+__all__ = [
+    "INVALID_ENTRIES_READ",
+    "NACK",
+    "Consumer",
+    "ConsumerGroup",
+    "acked_checker",
+    "create_group",
+    "delref_hook",
+    "destroy_group",
+    "groups",
+    "lookup_group",
+    "min_group_last_id",
+    "remove_references",
+    "verify",
+]
+
+_TIME = struct.Struct(">Q")
+_M64 = 2**64 - 1
+
+
+def _time_key(t: int, key: bytes) -> bytes:
+    """pel_by_time key: delivery time (clamped into uint64) then the ID key."""
+    return _TIME.pack(min(max(t, 0), _M64)) + key
+
+
+class NACK:
+    """A pending entry: last delivery time, deliveries so far, current owner."""
+
+    __slots__ = ("delivery_time", "delivery_count", "consumer")
+
+    def __init__(self, delivery_time: int, delivery_count: int, consumer: Consumer | None) -> None:
+        self.delivery_time = delivery_time
+        self.delivery_count = delivery_count
+        self.consumer = consumer
+
+    def __repr__(self) -> str:
+        owner = self.consumer.name if self.consumer is not None else None
+        return f"<NACK time={self.delivery_time} count={self.delivery_count} owner={owner!r}>"
+
+
+class Consumer:
+    """``seen_time``: last attempt to read or claim; ``active_time``: last
+    successful read or claim (-1 never); ``pel``: ID key -> NACK."""
+
+    __slots__ = ("name", "seen_time", "active_time", "pel")
+
+    def __init__(self, name: bytes, now: int) -> None:
+        self.name = name
+        self.seen_time = now
+        self.active_time = -1
+        self.pel = Rax()
+
+    def __repr__(self) -> str:
+        return f"<Consumer {self.name!r} pending={len(self.pel)}>"
+
+    def pending_ids(self) -> Iterator[StreamID]:
+        for key in self.pel:
+            yield key_to_id(key)
+
+
+class ConsumerGroup:
+    __slots__ = ("name", "last_id", "entries_read", "pel", "pel_by_time", "consumers")
+
+    def __init__(self, name: bytes, last_id: StreamID, entries_read: int) -> None:
+        self.name = name
+        self.last_id: StreamID = (last_id[0], last_id[1])
+        self.entries_read = entries_read
+        self.pel = Rax()
+        self.pel_by_time = Rax()
+        self.consumers = Rax()
+
+    def __repr__(self) -> str:
+        return (
+            f"<ConsumerGroup {self.name!r} last_id={self.last_id[0]}-{self.last_id[1]} "
+            f"pending={len(self.pel)} consumers={len(self.consumers)}>"
+        )
+
+    def set_id(
+        self, s: Stream, last_id: StreamID, entries_read: int = INVALID_ENTRIES_READ
+    ) -> None:
+        """XGROUP SETID: a new last delivered ID and read counter (capped at the
+        stream's entries_added)."""
+        self.last_id = (last_id[0], last_id[1])
+        self.entries_read = min(entries_read, s.entries_added)
+
+    # --- consumers ------------------------------------------------------------------
+
+    def lookup_consumer(self, name: bytes) -> Consumer | None:
+        return self.consumers.find(name)  # type: ignore[return-value]
+
+    def create_consumer(self, name: bytes, now: int) -> Consumer | None:
+        """A new consumer, or None if the name exists (XGROUP CREATECONSUMER)."""
+        consumer = Consumer(bytes(name), now)
+        if not self.consumers.try_insert(consumer.name, consumer):
+            return None
+        return consumer
+
+    def get_consumer(self, name: bytes, now: int) -> tuple[Consumer, bool]:
+        """The named consumer, created if missing: ``(consumer, created)``."""
+        consumer = self.consumers.find(name)
+        if consumer is not None:
+            return consumer, False  # type: ignore[return-value]
+        consumer = Consumer(bytes(name), now)
+        self.consumers.insert(consumer.name, consumer)
+        return consumer, True
+
+    def delete_consumer(self, s: Stream, name: bytes) -> int | None:
+        """Remove a consumer and its pending entries (XGROUP DELCONSUMER); returns
+        how many entries it had pending, or None if there is no such consumer."""
+        consumer: Consumer | None = self.consumers.find(name)  # type: ignore[assignment]
+        if consumer is None:
+            return None
+        pending = len(consumer.pel)
+        for key, nack in consumer.pel.items():
+            self.pel.remove(key)
+            self.pel_by_time.remove(_time_key(nack.delivery_time, key))  # type: ignore[union-attr]
+            _ref_remove(s, key, self)
+        self.consumers.remove(consumer.name)
+        return pending
+
+    # --- PEL primitives -------------------------------------------------------------
+
+    def find_nack(self, id: StreamID) -> NACK | None:
+        return self.pel.find(id_to_key(id))  # type: ignore[return-value]
+
+    def _insert_nack(self, s: Stream, key: bytes, nack: NACK) -> None:
+        """Add a NACK absent from the PEL (its consumer, if any, gets it too)."""
+        self.pel.insert(key, nack)
+        self.pel_by_time.insert(_time_key(nack.delivery_time, key))
+        if nack.consumer is not None:
+            nack.consumer.pel.insert(key, nack)
+        _ref_add(s, key, self)
+
+    def add_pending(
+        self, s: Stream, id: StreamID, consumer: Consumer, delivery_time: int, delivery_count: int
+    ) -> NACK:
+        """Create or overwrite the pending entry ``id`` with exactly these values
+        (for loading a snapshot or a replayed XCLAIM)."""
+        key = id_to_key(id)
+        nack: NACK | None = self.pel.find(key)  # type: ignore[assignment]
+        if nack is None:
+            nack = NACK(delivery_time, delivery_count, consumer)
+            self._insert_nack(s, key, nack)
+            return nack
+        self._set_time(nack, key, delivery_time)
+        nack.delivery_count = delivery_count
+        self._assign(nack, key, consumer)
+        return nack
+
+    def remove_pending(self, s: Stream, id: StreamID) -> NACK | None:
+        """Drop ``id`` from the PEL (XACK); returns the NACK or None if not pending."""
+        return self._remove_key(s, id_to_key(id))
+
+    def _remove_key(self, s: Stream, key: bytes) -> NACK | None:
+        found, nack = self.pel.remove(key)
+        if not found:
+            return None
+        assert isinstance(nack, NACK)
+        self.pel_by_time.remove(_time_key(nack.delivery_time, key))
+        if nack.consumer is not None:
+            nack.consumer.pel.remove(key)
+        _ref_remove(s, key, self)
+        return nack
+
+    def _set_time(self, nack: NACK, key: bytes, t: int) -> None:
+        if nack.delivery_time != t:
+            self.pel_by_time.remove(_time_key(nack.delivery_time, key))
+            nack.delivery_time = t
+            self.pel_by_time.insert(_time_key(t, key))
+
+    @staticmethod
+    def _assign(nack: NACK, key: bytes, consumer: Consumer) -> None:
+        old = nack.consumer
+        if old is consumer:
+            return
+        if old is not None:
+            old.pel.remove(key)
+        consumer.pel.insert(key, nack)
+        nack.consumer = consumer
+
+    # --- reading --------------------------------------------------------------------
+
+    def deliver(
+        self, s: Stream, id: StreamID, consumer: Consumer, now: int, noack: bool = False
+    ) -> NACK | None:
+        """One entry served to ``consumer`` by XREADGROUP ``>``: advance the group's
+        last ID and read counter, and (unless ``noack``) make it pending for the
+        consumer.  An entry already pending (after XGROUP SETID moved the group
+        back) changes owner and restarts with one delivery, as in Redis."""
+        if id > self.last_id:
+            advance_read_counter(s, self, id)
+        if noack:
+            return None
+        key = id_to_key(id)
+        nack: NACK | None = self.pel.find(key)  # type: ignore[assignment]
+        if nack is None:
+            nack = NACK(now, 1, consumer)
+            self._insert_nack(s, key, nack)
+        else:
+            self._set_time(nack, key, now)
+            nack.delivery_count = 1
+            self._assign(nack, key, consumer)
+        consumer.active_time = now
+        return nack
+
+    def read_history(
+        self, s: Stream, consumer: Consumer, start: StreamID, count: int, now: int
+    ) -> list[tuple[StreamID, list[bytes] | None]]:
+        """XREADGROUP with an ID: the consumer's pending entries with ID >= start
+        (at most ``count``, 0 = all).  An entry deleted from the stream comes back
+        with None fields and is left as it is; the others count one more delivery."""
+        out: list[tuple[StreamID, list[bytes] | None]] = []
+        it = consumer.pel.iterator()
+        it.seek(">=", id_to_key(start))
+        touched: list[tuple[bytes, NACK]] = []
+        while (not count or len(out) < count) and it.next():
+            key = it.key
+            id = key_to_id(key)
+            fields = s.get(id)
+            out.append((id, fields))
+            if fields is not None:
+                touched.append((key, it.value))  # type: ignore[arg-type]
+        for key, nack in touched:  # pel_by_time is another tree: safe to edit now
+            self._set_time(nack, key, now)
+            nack.delivery_count += 1
+        return out
+
+    # --- claiming -------------------------------------------------------------------
+
+    def claim(
+        self,
+        s: Stream,
+        id: StreamID,
+        consumer: Consumer,
+        now: int,
+        min_idle: int = 0,
+        delivery_time: int | None = None,
+        retry_count: int = -1,
+        force: bool = False,
+        justid: bool = False,
+    ) -> tuple[str, NACK | None, list[bytes] | None]:
+        """One ID of XCLAIM.  Returns ``(status, nack, fields)`` where status is
+
+        * ``"claimed"``: now owned by ``consumer`` (fields None with ``justid``);
+        * ``"deleted"``: the entry is gone from the stream, so its pending entry
+          was dropped (nack is the removed NACK, still naming its old owner);
+        * ``"skipped"``: not pending (and no FORCE), or not idle long enough.
+
+        ``delivery_time`` None means now; ``retry_count`` -1 means increment the
+        delivery count unless ``justid``."""
+        key = id_to_key(id)
+        nack: NACK | None = self.pel.find(key)  # type: ignore[assignment]
+        fields = s.get(id)
+        if fields is None:
+            if nack is not None:
+                self._remove_key(s, key)
+                return "deleted", nack, None
+            return "skipped", None, None
+        if nack is None:
+            if not force:
+                return "skipped", None, None
+            nack = NACK(now, 1, None)  # FORCE: a new pending entry, owner set below
+            self._insert_nack(s, key, nack)
+        elif nack.consumer is not None and min_idle and now - nack.delivery_time < min_idle:
+            return "skipped", None, None
+        self._set_time(nack, key, now if delivery_time is None else delivery_time)
+        if retry_count >= 0:
+            nack.delivery_count = retry_count
+        elif not justid:
+            nack.delivery_count += 1
+        self._assign(nack, key, consumer)
+        consumer.active_time = now
+        return "claimed", nack, None if justid else fields
+
+    def autoclaim(
+        self,
+        s: Stream,
+        consumer: Consumer,
+        now: int,
+        min_idle: int,
+        start: StreamID,
+        count: int,
+        justid: bool = False,
+    ) -> tuple[
+        StreamID,
+        list[tuple[StreamID, NACK, list[bytes] | None]],
+        list[tuple[StreamID, NACK]],
+    ]:
+        """XAUTOCLAIM: scan the PEL from ``start`` (at most ``count * 10`` entries)
+        and claim up to ``count`` entries idle for ``min_idle`` ms or more.
+
+        Returns ``(cursor, claimed, deleted)``: the ID to continue from (0-0 when
+        the scan reached the end), ``(id, nack, fields)`` claimed (fields None with
+        ``justid``), and ``(id, removed_nack)`` for pending entries whose stream
+        entry is gone, which are dropped and count against ``count``."""
+        claimed: list[tuple[StreamID, NACK, list[bytes] | None]] = []
+        deleted: list[tuple[StreamID, NACK]] = []
+        attempts = count * 10
+        it = self.pel.iterator()
+        it.seek(">=", id_to_key(start))
+        exhausted = False
+        while attempts and count:
+            attempts -= 1
+            if not it.next():
+                exhausted = True
+                break
+            key = it.key
+            nack: NACK = it.value  # type: ignore[assignment]
+            id = key_to_id(key)
+            fields = s.get(id)
+            if fields is None:
+                self._remove_key(s, key)
+                deleted.append((id, nack))
+                count -= 1
+                it.seek(">", key)  # the PEL changed: resume after the removed key
+                continue
+            if min_idle and now - nack.delivery_time < min_idle:
+                continue
+            self._set_time(nack, key, now)
+            if not justid:
+                nack.delivery_count += 1
+            self._assign(nack, key, consumer)
+            claimed.append((id, nack, None if justid else fields))
+            count -= 1
+            consumer.active_time = now
+        cursor = (0, 0)
+        if not exhausted and it.next():
+            cursor = key_to_id(it.key)
+        return cursor, claimed, deleted
+
+    def oldest_delivery_time(self) -> int | None:
+        """Delivery time of the longest-idle pending entry, None if none."""
+        first = self.pel_by_time.first()
+        return None if first is None else _TIME.unpack_from(first[0])[0]
+
+    def claim_idle(
+        self, s: Stream, consumer: Consumer, now: int, min_idle: int, limit: int = 0
+    ) -> list[tuple[StreamID, list[bytes], int, int, NACK]]:
+        """XREADGROUP CLAIM: take the pending entries idle for ``min_idle`` ms or
+        more, longest idle first (at most ``limit``, 0 = all).  Each becomes the
+        consumer's, delivered now, one more delivery.  Entries gone from the
+        stream are passed over and left pending.  Returns ``(id, fields, idle,
+        deliveries before this one, nack)``."""
+        found: list[tuple[bytes, list[bytes], int, NACK]] = []
+        pel = self.pel
+        for tkey in self.pel_by_time:
+            idle = now - _TIME.unpack_from(tkey)[0]
+            if idle < min_idle:
+                break
+            key = tkey[8:]
+            fields = s.get(key_to_id(key))
+            if fields is None:
+                continue
+            found.append((key, fields, idle, pel.find(key)))  # type: ignore[arg-type]
+            if limit and len(found) >= limit:
+                break
+        out: list[tuple[StreamID, list[bytes], int, int, NACK]] = []
+        for key, fields, idle, nack in found:  # edit the trees once the walk is over
+            before = nack.delivery_count
+            self._set_time(nack, key, now)
+            nack.delivery_count = before + 1
+            self._assign(nack, key, consumer)
+            out.append((key_to_id(key), fields, max(idle, 0), before, nack))
+        if out:
+            consumer.active_time = now
+        return out
+
+    # --- inspection -----------------------------------------------------------------
+
+    def pending_range(
+        self,
+        start: StreamID,
+        end: StreamID,
+        count: int,
+        consumer: Consumer | None = None,
+        now: int = 0,
+        min_idle: int = 0,
+    ) -> list[tuple[StreamID, NACK]]:
+        """XPENDING's extended form: pending entries start <= ID <= end, of one
+        consumer or of the group, idle >= min_idle (0 = any), at most count."""
+        out: list[tuple[StreamID, NACK]] = []
+        if count <= 0 or start > end:
+            return out
+        end_key = id_to_key(end)
+        it = (self.pel if consumer is None else consumer.pel).iterator()
+        it.seek(">=", id_to_key(start))
+        while it.next():
+            key = it.key
+            if key > end_key:
+                break
+            nack: NACK = it.value  # type: ignore[assignment]
+            if min_idle and now - nack.delivery_time < min_idle:
+                continue
+            out.append((key_to_id(key), nack))
+            if len(out) >= count:
+                break
+        return out
+
+    def pending_summary(
+        self,
+    ) -> tuple[int, StreamID | None, StreamID | None, list[tuple[bytes, int]]]:
+        """XPENDING's summary: count, smallest and largest pending ID, and
+        ``(consumer name, pending count)`` for consumers with pending entries."""
+        n = len(self.pel)
+        if not n:
+            return 0, None, None, []
+        first = self.pel.first()
+        last = self.pel.last()
+        assert first is not None and last is not None
+        owners = [(name, len(c.pel)) for name, c in self.consumers.items() if len(c.pel)]  # type: ignore[union-attr]
+        return n, key_to_id(first[0]), key_to_id(last[0]), owners
+
+    def iter_pending(self) -> Iterator[tuple[StreamID, NACK]]:
+        for key, nack in self.pel.items():
+            yield key_to_id(key), nack  # type: ignore[misc]
+
+    def iter_consumers(self) -> Iterator[Consumer]:
+        return self.consumers.values()  # type: ignore[return-value]
+
+
+# --- groups of a stream ------------------------------------------------------------------
+
+
+def lookup_group(s: Stream, name: bytes) -> ConsumerGroup | None:
+    if s.cgroups is None:
+        return None
+    return s.cgroups.find(name)  # type: ignore[return-value]
+
+
+def create_group(
+    s: Stream, name: bytes, last_id: StreamID, entries_read: int = INVALID_ENTRIES_READ
+) -> ConsumerGroup | None:
+    """A new group (streamCreateCG), or None if the name is taken.  A read counter
+    above the stream's entries_added is capped to it."""
+    if s.cgroups is None:
+        s.cgroups = Rax()
+    if entries_read > s.entries_added:
+        entries_read = s.entries_added
+    group = ConsumerGroup(bytes(name), last_id, entries_read)
+    if not s.cgroups.try_insert(group.name, group):
+        return None
+    return group
+
+
+def destroy_group(s: Stream, name: bytes) -> bool:
+    """XGROUP DESTROY: remove the group and its references in cgroups_ref."""
+    group = lookup_group(s, name)
+    if group is None:
+        return False
+    for key in group.pel:
+        _ref_remove(s, key, group)
+    assert s.cgroups is not None
+    s.cgroups.remove(group.name)
+    return True
+
+
+def groups(s: Stream) -> list[ConsumerGroup]:
+    """The stream's groups in name order."""
+    if s.cgroups is None:
+        return []
+    return list(s.cgroups.values())  # type: ignore[arg-type]
+
+
+def min_group_last_id(s: Stream) -> StreamID | None:
+    """The smallest last-delivered ID among the groups, None without groups."""
+    ids = [g.last_id for g in groups(s)]
+    return min(ids) if ids else None
+
+
+# --- cgroups_ref: which groups hold an ID pending ----------------------------------------
+
+
+def _ref_add(s: Stream, key: bytes, group: ConsumerGroup) -> None:
+    refs = s.cgroups_ref
+    if refs is None:
+        refs = s.cgroups_ref = Rax()
+    holders: list[ConsumerGroup] | None = refs.find(key)  # type: ignore[assignment]
+    if holders is None:
+        refs.insert(key, [group])
+    else:
+        holders.append(group)
+
+
+def _ref_remove(s: Stream, key: bytes, group: ConsumerGroup) -> None:
+    refs = s.cgroups_ref
+    assert refs is not None
+    holders: list[ConsumerGroup] = refs.find(key)  # type: ignore[assignment]
+    for i, g in enumerate(holders):
+        if g is group:
+            del holders[i]
+            break
+    if not holders:
+        refs.remove(key)
+
+
+def referencing_groups(s: Stream, id: StreamID) -> list[ConsumerGroup]:
+    """The groups that have ``id`` pending (a copy)."""
+    if s.cgroups_ref is None:
+        return []
+    holders = s.cgroups_ref.find(id_to_key(id))
+    return list(holders) if holders else []  # type: ignore[call-overload]
+
+
+def remove_references(s: Stream, id: StreamID) -> int:
+    """DELREF: drop ``id`` from every group's PEL; returns how many groups had it."""
+    refs = s.cgroups_ref
+    if refs is None:
+        return 0
+    key = id_to_key(id)
+    holders: list[ConsumerGroup] | None = refs.find(key)  # type: ignore[assignment]
+    if not holders:
+        return 0
+    holders = list(holders)
+    for group in holders:
+        group._remove_key(s, key)
+    return len(holders)
+
+
+def delref_hook(s: Stream) -> Callable[[StreamID], None]:
+    """``on_delete`` for Stream.trim under DELREF."""
+
+    def on_delete(id: StreamID) -> None:
+        remove_references(s, id)
+
+    return on_delete
+
+
+def acked_checker(s: Stream) -> Callable[[StreamID], bool]:
+    """``can_delete`` for the ACKED policy: an entry may go only when no group has
+    it pending and every group has already delivered it (its last ID is at or
+    past the entry).  The smallest last ID is taken once, when this is made."""
+    floor = min_group_last_id(s)
+    refs = s.cgroups_ref
+
+    def can_delete(id: StreamID) -> bool:
+        if floor is None:
+            return True
+        if id > floor:
+            return False
+        return refs is None or id_to_key(id) not in refs
+
+    return can_delete
+
+
+# --- consistency ---------------------------------------------------------------------------
+
+
+def verify(s: Stream) -> None:
+    """Check that every group's PEL, pel_by_time and consumer PELs agree with each
+    other and with cgroups_ref; raise AssertionError otherwise (for tests)."""
+    expected: dict[bytes, list[int]] = {}
+    for group in groups(s):
+        pel_keys = set()
+        for key, nack in group.pel.items():
+            assert isinstance(nack, NACK)
+            assert nack.consumer is not None, "pending entry without an owner"
+            owner = group.consumers.find(nack.consumer.name)
+            assert owner is nack.consumer, "owner is not a consumer of the group"
+            assert nack.consumer.pel.find(key) is nack, "consumer PEL misses a NACK"
+            assert _time_key(nack.delivery_time, key) in group.pel_by_time, "pel_by_time miss"
+            pel_keys.add(key)
+            expected.setdefault(key, []).append(id(group))
+        assert len(group.pel_by_time) == len(group.pel), "pel_by_time size differs"
+        total = 0
+        for consumer in group.consumers.values():
+            assert isinstance(consumer, Consumer)
+            for key, nack in consumer.pel.items():
+                assert group.pel.find(key) is nack, "consumer NACK not in the group PEL"
+                assert nack.consumer is consumer  # type: ignore[union-attr]
+            total += len(consumer.pel)
+        assert total == len(group.pel), "consumer PELs do not add up"
+    refs = s.cgroups_ref
+    actual: dict[bytes, list[int]] = {}
+    if refs is not None:
+        for key, holders in refs.items():
+            assert holders, "empty cgroups_ref list"
+            actual[key] = [id(g) for g in holders]  # type: ignore[union-attr]
+    assert {k: sorted(v) for k, v in expected.items()} == {
+        k: sorted(v) for k, v in actual.items()
+    }, "cgroups_ref does not match the PELs"
