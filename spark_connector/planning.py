@@ -1,7 +1,8 @@
 """Driver-side planning: resolve offsets, find the end of a micro-batch, split ranges.
 
-An offset is a dict ``{stream: id}`` where ``id`` is the last entry already read; a batch
-reads ``(start[s], end[s]]`` for every stream.
+Positions are IDs of the last entry already read; a batch reads ``(start[s], end[s]]``
+for every stream. ``Offsets`` maps streams to such IDs; the streaming reader wraps them
+in ``Position`` objects, which also carry what loss detection needs across restarts.
 """
 
 from __future__ import annotations
@@ -15,6 +16,45 @@ from spark_connector import ids, streams
 from spark_connector.options import parse_offsets_json
 
 Offsets = dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """A stream's place in a streaming query's offset: ``{"id": ..., ...}`` in JSON.
+
+    ``id`` is the last entry read. Redis does not record which IDs trimming removed, so
+    the planner also notes what it knew when it chose this position: the entry right
+    after it (``next``) when the batch stopped mid-stream, or the stream's entries-added
+    counter (``added``) when ``id`` was the stream's tail. The next batch compares them
+    with the stream as it is then (see ``range_read.gap_loss``), even after a restart,
+    because the offset is in Spark's checkpoint.
+    """
+
+    id: str
+    next_id: str | None = None
+    entries_added: int | None = None
+
+    def to_json(self) -> dict[str, str | int]:
+        out: dict[str, str | int] = {"id": self.id}
+        if self.next_id is not None:
+            out["next"] = self.next_id
+        if self.entries_added is not None:
+            out["added"] = self.entries_added
+        return out
+
+    @classmethod
+    def from_json(cls, value: object) -> Position:
+        if isinstance(value, str):  # a bare ID is accepted too
+            return cls(ids.normalize(value))
+        if isinstance(value, dict) and "id" in value:
+            nxt = value.get("next")
+            added = value.get("added")
+            return cls(
+                ids.normalize(str(value["id"])),
+                ids.normalize(str(nxt)) if nxt is not None else None,
+                int(added) if added is not None else None,
+            )
+        raise ValueError(f"not a stream offset: {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,34 +84,36 @@ def per_stream_spec(spec: str, stream_keys: Sequence[str]) -> dict[str, str]:
     return {key: given.get(key, "earliest") for key in stream_keys}
 
 
-def earliest_position(info: streams.StreamInfo | None) -> str:
-    """The position just before the first entry that exists now.
-
-    Starting here rather than at 0-0 keeps entries trimmed before the query began from
-    counting as data loss.
-    """
-    if info is None:
-        return ids.ZERO
-    if info.first_id is not None:
-        return ids.predecessor(info.first_id)
-    return info.last_generated_id
+def resolve_positions(
+    client: redis.Redis, spec: str, stream_keys: Sequence[str]
+) -> dict[str, Position]:
+    """Exclusive start positions for ``startingOffsets`` (``0-0`` means earliest), with
+    what loss detection can know about them from the same XINFO snapshot."""
+    wanted = per_stream_spec(spec, stream_keys)
+    info = streams.infos(client, list(stream_keys))
+    out: dict[str, Position] = {}
+    for key in stream_keys:
+        want, found = wanted[key], info[key]
+        if want == "earliest" or want == ids.ZERO:
+            if found is not None and found.first_id is not None:
+                out[key] = Position(ids.predecessor(found.first_id), next_id=found.first_id)
+            elif found is not None:
+                out[key] = Position(found.last_generated_id, entries_added=found.entries_added)
+            else:
+                out[key] = Position(ids.ZERO)
+        elif want == "latest":
+            if found is not None:
+                out[key] = Position(found.last_generated_id, entries_added=found.entries_added)
+            else:
+                out[key] = Position(ids.ZERO)
+        else:
+            out[key] = Position(want)
+    return out
 
 
 def resolve_start(client: redis.Redis, spec: str, stream_keys: Sequence[str]) -> Offsets:
-    """Exclusive start positions for ``startingOffsets``: ``0-0`` means earliest."""
-    wanted = per_stream_spec(spec, stream_keys)
-    info = streams.infos(client, list(stream_keys))
-    out: Offsets = {}
-    for key in stream_keys:
-        want = wanted[key]
-        if want == "earliest" or want == ids.ZERO:
-            out[key] = earliest_position(info[key])
-        elif want == "latest":
-            found = info[key]
-            out[key] = found.last_generated_id if found else ids.ZERO
-        else:
-            out[key] = want
-    return out
+    """Exclusive start IDs for ``startingOffsets``."""
+    return {k: p.id for k, p in resolve_positions(client, spec, stream_keys).items()}
 
 
 def resolve_end(client: redis.Redis, spec: str, start: Offsets) -> Offsets:

@@ -10,7 +10,7 @@ an entry known to exist that is now gone *and* lies before the head was trimmed.
   XRANGE asks for one entry more than it returns, so the reader always knows the next
   entry to expect. Each XRANGE runs in MULTI/EXEC with ``XRANGE key - + COUNT 1`` (the
   head), so both describe the same moment.
-- plain mode, between micro-batches: see ``BatchGapCheck`` (driver side).
+- plain mode, between micro-batches (driver side): see ``gap_loss``.
 - group mode: the consumer's pending list still names entries that were deleted or
   trimmed; XREADGROUP returns them with no fields, which is exact.
 """
@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import redis
 
 from spark_connector import ids, streams
 from spark_connector.options import ReadOptions
-from spark_connector.planning import RangeSpec
+from spark_connector.planning import Position, RangeSpec
 from spark_connector.streams import RawEntry, StreamInfo
 
 log = logging.getLogger("spark_connector")
@@ -131,24 +130,14 @@ def read_range(client: redis.Redis, spec: RangeSpec, opts: ReadOptions) -> Itera
     return read_plain(client, spec, opts)
 
 
-@dataclass(frozen=True, slots=True)
-class Seen:
-    """What the driver knew about a stream right after planning a batch that ends at
-    ``pos``: the next entry (when the batch stopped mid-stream), or the entries-added
-    counter (when it reached the tail, whose ID is then ``pos``)."""
+def gap_loss(seen: Position, info: StreamInfo | None) -> str | None:
+    """Entries trimmed since ``seen`` was planned, as a message (None: no loss seen).
 
-    pos: str
-    next_id: str | None
-    entries_added: int | None
-
-
-def gap_loss(seen: Seen | None, start: str, info: StreamInfo | None) -> str | None:
-    """Entries trimmed between two micro-batches, as a message (None: no loss seen).
-
-    Called when planning the batch that starts at ``start`` with the stream as it is now.
+    Called when planning the batch that starts at ``seen.id``, with the stream as it is
+    now. ``earliest`` starts just before the first entry that exists when the query
+    begins, so entries trimmed before that never count.
     """
-    if seen is None or seen.pos != start:
-        return None  # nothing remembered for this position (e.g. after a restart)
+    start = seen.id
     head = info.first_id if info else None
     if seen.next_id is not None:
         if trimmed(seen.next_id, head):

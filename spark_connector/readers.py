@@ -25,8 +25,8 @@ from spark_connector import group as grp
 from spark_connector import ids, planning, streams
 from spark_connector import options as opt
 from spark_connector.convert import BatchBuilder
-from spark_connector.planning import Offsets, RangeSpec
-from spark_connector.range_read import LossReporter, Seen, gap_loss, read_range
+from spark_connector.planning import Offsets, Position, RangeSpec
+from spark_connector.range_read import LossReporter, gap_loss, read_range
 from spark_connector.streams import StreamInfo
 
 log = logging.getLogger("spark_connector")
@@ -65,19 +65,26 @@ class XStreamBatchReader(DataSourceReader):
         return _read_partition(partition, self.ropts, self.builder)
 
 
-class XStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """``spark.readStream.format("xstream")``: offsets ``{stream: last ID read}``.
+Json = dict[str, Any]
 
+
+def _ids(offset: Json) -> Offsets:
+    return {key: Position.from_json(value).id for key, value in offset.items()}
+
+
+class XStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """``spark.readStream.format("xstream")``.
+
+    The offset is ``{stream: {"id": last ID read, ...}}`` (see ``planning.Position``).
     Admission control: ``maxRecordsPerBatch`` becomes the default ReadMaxRows limit,
-    shared across the streams; Trigger.AvailableNow reads up to the last IDs seen when
-    the query started.
+    shared across the streams; Trigger.AvailableNow reads up to the streams' tails as
+    they were when the query started.
     """
 
     def __init__(self, ropts: opt.ReadOptions, builder: BatchBuilder) -> None:
         self.ropts = ropts
         self.builder = builder
         self._target: dict[str, StreamInfo | None] | None = None
-        self._seen: dict[str, Seen] = {}  # per stream, after the last planned batch
         self._client: redis.Redis | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -93,29 +100,24 @@ class XStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- offsets ---------------------------------------------------------------------
 
-    def _initial(self, keys: list[str]) -> Offsets:
+    def _initial(self, keys: list[str]) -> dict[str, Position]:
         ropts = self.ropts
         if not ropts.group:
-            return planning.resolve_start(self.client, ropts.starting_offsets, keys)
+            return planning.resolve_positions(self.client, ropts.starting_offsets, keys)
         assert ropts.consumer is not None
         wanted = planning.per_stream_spec(ropts.starting_offsets, keys)
-        out: Offsets = {}
+        out: dict[str, Position] = {}
         for key in keys:
             want = wanted[key]
             create_at = {"earliest": "0", "latest": "$"}.get(want, want)
             grp.ensure_group(self.client, key, ropts.group, create_at)
-            out[key] = grp.initial_position(self.client, key, ropts.group, ropts.consumer)
+            out[key] = Position(
+                grp.initial_position(self.client, key, ropts.group, ropts.consumer)
+            )
         return out
 
-    def initialOffset(self) -> Offsets:  # noqa: N802 - Spark's name
-        return self._initial(list(self.ropts.streams))
-
-    def _current(self, start: Offsets) -> tuple[Offsets, Offsets]:
-        """``start`` restricted to the configured streams, plus the start positions of
-        streams added since the checkpoint (they join in the next batch)."""
-        known = {k: ids.normalize(v) for k, v in start.items() if k in self.ropts.streams}
-        added = [k for k in self.ropts.streams if k not in known]
-        return known, (self._initial(added) if added else {})
+    def initialOffset(self) -> Json:  # noqa: N802 - Spark's name
+        return {k: p.to_json() for k, p in self._initial(list(self.ropts.streams)).items()}
 
     def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
         n = self.ropts.max_records_per_batch
@@ -125,9 +127,13 @@ class XStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # The target: every stream's tail now; later entries wait for the next run.
         self._target = streams.infos(self.client, list(self.ropts.streams))
 
-    def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:  # noqa: N802
+    def latestOffset(self, start: Json, limit: ReadLimit) -> Json:  # noqa: N802
         ropts = self.ropts
-        known, added = self._current(start)
+        # streams dropped from the options leave the offset; new ones join at their
+        # starting position and are read from the next batch on
+        begin = {k: Position.from_json(v) for k, v in start.items() if k in ropts.streams}
+        joined = self._initial([k for k in ropts.streams if k not in begin])
+        known = {k: p.id for k, p in begin.items()}
         if ropts.group:
             # Spark plans a batch only after the previous one completed: everything up to
             # start is processed, including the last batch of a previous run.
@@ -140,7 +146,11 @@ class XStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for k, info in cap_info.items()
         }
         if not ropts.group:
-            self._check_gaps(known, now)
+            for key, seen in begin.items():
+                problem = gap_loss(seen, now.get(key))
+                if problem:
+                    where = f"stream {key!r} after {seen.id}"
+                    LossReporter(where, ropts.fail_on_data_loss).report(problem)
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         fetch: planning.FetchFn | None
         if ropts.group:
@@ -152,32 +162,30 @@ class XStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             fetch = None
         peeks: dict[str, str | None] = {}
         end = planning.plan_end(known, caps, max_rows, fetch, peeks=peeks)
-        for key, pos in end.items():
-            info = cap_info[key]
-            if pos == caps[key]:
-                added_count = info.entries_added if info else None
-                self._seen[key] = Seen(pos, None, added_count)
+        out: Json = {}
+        for key in ropts.streams:
+            if key in joined:
+                out[key] = joined[key].to_json()
+                continue
+            pos = end[key]
+            if pos == known[key]:
+                out[key] = begin[key].to_json()  # unchanged, so Spark sees no new data
+            elif ropts.group:
+                out[key] = Position(pos).to_json()
+            elif pos == caps[key]:
+                info = cap_info[key]
+                added = info.entries_added if info else None
+                out[key] = Position(pos, entries_added=added).to_json()
             else:
-                self._seen[key] = Seen(pos, peeks.get(key), None)
-        end.update(added)
-        return end
+                out[key] = Position(pos, next_id=peeks.get(key)).to_json()
+        return out
 
-    def _check_gaps(self, start: Offsets, now: dict[str, StreamInfo | None]) -> None:
-        """Entries trimmed since the previous batch was planned (plain mode)."""
-        for key, pos in start.items():
-            problem = gap_loss(self._seen.get(key), pos, now.get(key))
-            if problem:
-                where = f"stream {key!r} after {pos}"
-                LossReporter(where, self.ropts.fail_on_data_loss).report(problem)
+    def reportLatestOffset(self) -> Json:  # noqa: N802
+        tails = streams.last_ids(self.client, list(self.ropts.streams))
+        return {k: Position(v).to_json() for k, v in tails.items()}
 
-    def _tails(self, keys: list[str]) -> Offsets:
-        return streams.last_ids(self.client, keys)
-
-    def reportLatestOffset(self) -> Offsets:  # noqa: N802
-        return self._tails(list(self.ropts.streams))
-
-    def partitions(self, start: Offsets, end: Offsets) -> list[InputPartition]:
-        specs = planning.plan_ranges(start, end, self.ropts.partitions_per_stream)
+    def partitions(self, start: Json, end: Json) -> list[InputPartition]:
+        specs = planning.plan_ranges(_ids(start), _ids(end), self.ropts.partitions_per_stream)
         if not self.ropts.group:
             specs = planning.with_expectations(self.client, specs)
         return [InputPartition(spec) for spec in specs]
@@ -194,9 +202,9 @@ class XStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if key in ropts.streams:
                 grp.ack_upto(self.client, key, ropts.group, ropts.consumer, upto)
 
-    def commit(self, end: Offsets) -> None:
+    def commit(self, end: Json) -> None:
         if self.ropts.group:
-            self._ack(end)
+            self._ack(_ids(end))
 
     def stop(self) -> None:
         # In group mode everything Spark has confirmed is already acknowledged; entries

@@ -28,8 +28,8 @@ from pyspark.sql.types import (  # noqa: E402
 from spark_connector import ids  # noqa: E402
 from spark_connector.convert import DEFAULT_SCHEMA, BatchBuilder  # noqa: E402
 from spark_connector.options import OptionError, ReadOptions, WriteOptions  # noqa: E402
-from spark_connector.planning import Fetched, plan_end, plan_ranges  # noqa: E402
-from spark_connector.range_read import Seen, gap_loss  # noqa: E402
+from spark_connector.planning import Fetched, Position, plan_end, plan_ranges  # noqa: E402
+from spark_connector.range_read import gap_loss  # noqa: E402
 from spark_connector.streams import StreamInfo, parse_xinfo_stream  # noqa: E402
 from spark_connector.writer import RowLayout  # noqa: E402
 
@@ -153,21 +153,28 @@ def _info(first: str | None, added: int, length: int) -> StreamInfo:
 
 
 def test_gap_loss_with_a_remembered_next_entry() -> None:
-    seen = Seen("10-0", "11-0", None)
-    assert gap_loss(seen, "10-0", _info("11-0", 50, 40)) is None  # still there
-    assert gap_loss(seen, "10-0", _info("5-0", 50, 40)) is None  # XDEL'd, not trimmed
-    assert "11-0" in (gap_loss(seen, "10-0", _info("12-0", 50, 40)) or "")
-    assert gap_loss(seen, "10-0", None) is not None  # the whole stream is gone
-    assert gap_loss(seen, "9-0", _info("12-0", 50, 40)) is None  # another position
+    seen = Position("10-0", next_id="11-0")
+    assert gap_loss(seen, _info("11-0", 50, 40)) is None  # still there
+    assert gap_loss(seen, _info("5-0", 50, 40)) is None  # XDEL'd, not trimmed
+    assert "11-0" in (gap_loss(seen, _info("12-0", 50, 40)) or "")
+    assert gap_loss(seen, None) is not None  # the whole stream is gone
+    assert gap_loss(Position("10-0"), _info("12-0", 50, 40)) is None  # nothing known
 
 
 def test_gap_loss_with_the_entries_added_counter() -> None:
-    seen = Seen("10-0", None, 20)  # the batch read up to the tail, 20 entries added so far
-    assert gap_loss(seen, "10-0", _info("11-0", 25, 5)) is None  # 5 new, 5 present
-    assert gap_loss(seen, "10-0", _info("3-0", 25, 9)) is None  # head behind the position
-    assert "2 entries" in (gap_loss(seen, "10-0", _info("14-0", 25, 3)) or "")
-    assert gap_loss(seen, "10-0", _info(None, 25, 0)) is not None  # all trimmed
-    assert gap_loss(Seen("10-0", None, None), "10-0", _info("14-0", 25, 3)) is None
+    seen = Position("10-0", entries_added=20)  # the batch read up to the tail at 20 added
+    assert gap_loss(seen, _info("11-0", 25, 5)) is None  # 5 new, 5 present
+    assert gap_loss(seen, _info("3-0", 25, 9)) is None  # head behind the position
+    assert "2 entries" in (gap_loss(seen, _info("14-0", 25, 3)) or "")
+    assert gap_loss(seen, _info(None, 25, 0)) is not None  # all trimmed
+
+
+def test_position_json_round_trip() -> None:
+    for pos in (Position("5-1"), Position("5-1", next_id="6-0"), Position("5-1", None, 9)):
+        assert Position.from_json(pos.to_json()) == pos
+    assert Position.from_json("7") == Position("7-0")
+    with pytest.raises(ValueError):
+        Position.from_json({"nope": 1})
 
 
 def test_parse_xinfo_stream_flat_reply() -> None:
