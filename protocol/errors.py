@@ -14,6 +14,8 @@ __all__ = [
     "TOO_BIG_INLINE",
     "TOO_BIG_MBULK_COUNT",
     "UNBALANCED_QUOTES",
+    "UNAUTH_BULK_LEN",
+    "UNAUTH_MULTIBULK_LEN",
 ]
 
 INVALID_MULTIBULK_LEN = "ERR Protocol error: invalid multibulk length"
@@ -22,6 +24,9 @@ TOO_BIG_MBULK_COUNT = "ERR Protocol error: too big mbulk count string"
 TOO_BIG_BULK_COUNT = "ERR Protocol error: too big bulk count string"
 TOO_BIG_INLINE = "ERR Protocol error: too big inline request"
 UNBALANCED_QUOTES = "ERR Protocol error: unbalanced quotes in request"
+# Stricter limits while a password is required and the client has not authenticated yet.
+UNAUTH_MULTIBULK_LEN = "ERR Protocol error: unauthenticated multibulk length"
+UNAUTH_BULK_LEN = "ERR Protocol error: unauthenticated bulk length"
 # Formatted with the offending byte (see expected_dollar()).
 EXPECTED_DOLLAR = "ERR Protocol error: expected '$', got '{}'"
 

@@ -35,6 +35,8 @@ from protocol.errors import (
     TOO_BIG_BULK_COUNT,
     TOO_BIG_INLINE,
     TOO_BIG_MBULK_COUNT,
+    UNAUTH_BULK_LEN,
+    UNAUTH_MULTIBULK_LEN,
     ProtocolError,
     expected_dollar,
 )
@@ -54,6 +56,9 @@ __all__ = [
 DEFAULT_PROTO_MAX_BULK_LEN = 512 * 1024 * 1024
 DEFAULT_MAX_MULTIBULK_LEN = 1024 * 1024
 INLINE_MAX_SIZE = 64 * 1024  # PROTO_INLINE_MAX_SIZE: header lines and inline requests
+# Limits for a client that must still authenticate (Redis's processMultibulkBuffer).
+UNAUTH_MAX_MULTIBULK_LEN = 10
+UNAUTH_MAX_BULK_LEN = 16384
 
 _LLONG_MAX = (1 << 63) - 1
 _LLONG_MIN = -(1 << 63)
@@ -78,6 +83,7 @@ class RequestReader:
 
     proto_max_bulk_len: int
     max_multibulk_len: int
+    unauthenticated: bool
 
     def feed(self, data: bytes) -> None:
         raise NotImplementedError
@@ -133,6 +139,7 @@ class _RespParser(RequestReader):
     __slots__ = (
         "proto_max_bulk_len",
         "max_multibulk_len",
+        "unauthenticated",
         "_buf",
         "_pos",
         "_mbulk",
@@ -150,6 +157,11 @@ class _RespParser(RequestReader):
         # Both limits are read at every header, so they can be changed at run time.
         self.proto_max_bulk_len = proto_max_bulk_len
         self.max_multibulk_len = max_multibulk_len
+        # While True (a password is required and the client has not authenticated), frames
+        # get Redis's unauthenticated limits and get_commands() returns at most one command,
+        # so the server can lift the limits right after an AUTH, as Redis parses command by
+        # command.
+        self.unauthenticated = False
         self._buf = bytearray()
         self._pos = 0  # start of the unparsed bytes in _buf
         self._mbulk = 0  # arguments still expected by the current multibulk frame
@@ -220,6 +232,8 @@ class _RespParser(RequestReader):
             count = _string2ll(buf, pos + 1, cr)
             if count is None or count > self.max_multibulk_len:
                 raise ProtocolError(INVALID_MULTIBULK_LEN)
+            if count > UNAUTH_MAX_MULTIBULK_LEN and self.unauthenticated:
+                raise ProtocolError(UNAUTH_MULTIBULK_LEN)
             pos = cr + 2
             if count <= 0:
                 self._pos = pos
@@ -239,6 +253,8 @@ class _RespParser(RequestReader):
                     bulk = int(digits)
                     if bulk > self.proto_max_bulk_len:
                         raise ProtocolError(INVALID_BULK_LEN)
+                    if bulk > UNAUTH_MAX_BULK_LEN and self.unauthenticated:
+                        raise ProtocolError(UNAUTH_BULK_LEN)
                 else:
                     cr = self._bulk_header(pos)
                     if cr < 0:
@@ -279,24 +295,24 @@ class _RespParser(RequestReader):
         size = _string2ll(buf, pos + 1, cr)
         if size is None or size < 0 or size > self.proto_max_bulk_len:
             raise ProtocolError(INVALID_BULK_LEN)
+        if size > UNAUTH_MAX_BULK_LEN and self.unauthenticated:
+            raise ProtocolError(UNAUTH_BULK_LEN)
         return cr
 
     def _python_commands(self, out: list[list[bytes]]) -> None:
         buf = self._buf
+        one = self.unauthenticated
         while self._pos < len(buf):
             cmd = self._parse_frame()
             if cmd is None:
                 return
             if cmd:
                 out.append(cmd)
+                if one:
+                    return
 
-
-class PythonRequestReader(_RespParser):
-    """Pure-Python reader."""
-
-    __slots__ = ()
-
-    def get_commands(self) -> list[list[bytes]]:
+    def _get_python_commands(self) -> list[list[bytes]]:
+        """get_commands() with the Python rules only."""
         if self._error is not None:
             raise self._error
         out: list[list[bytes]] = []
@@ -306,8 +322,20 @@ class PythonRequestReader(_RespParser):
             self._fail(err)
             if not out:
                 raise
-        self._compact()
+        # One command a call (unauthenticated): drop the consumed bytes only once they are
+        # half the buffer, or a batch of many small commands would cost quadratic copying.
+        if not self.unauthenticated or self._pos * 2 > len(self._buf):
+            self._compact()
         return out
+
+
+class PythonRequestReader(_RespParser):
+    """Pure-Python reader."""
+
+    __slots__ = ()
+
+    def get_commands(self) -> list[list[bytes]]:
+        return self._get_python_commands()
 
 
 class HiredisRequestReader(_RespParser):
@@ -326,6 +354,9 @@ class HiredisRequestReader(_RespParser):
     def get_commands(self) -> list[list[bytes]]:
         if self._error is not None:
             raise self._error
+        if self.unauthenticated:  # one command at a time: the Python rules suffice
+            self._hr = None
+            return self._get_python_commands()
         out: list[list[bytes]] = []
         buf = self._buf
         passes = 0
