@@ -217,8 +217,11 @@ class Server:
     def after_command(self, client: Client, spec: CommandSpec, argv: list[bytes],
                       elapsed_us: int) -> None:
         threshold = self.config["slowlog-log-slower-than"]
-        if threshold >= 0 and elapsed_us >= threshold and "admin" not in spec.flags:
-            self.slowlog.appendleft(SlowlogEntry(self.slowlog_next_id, elapsed_us, argv, client))
+        if threshold >= 0 and elapsed_us >= threshold and "skip-slowlog" not in spec.flags:
+            from server.commands.monitor import redacted_args  # AUTH secrets stay out
+
+            entry = SlowlogEntry(self.slowlog_next_id, elapsed_us, redacted_args(argv), client)
+            self.slowlog.appendleft(entry)
             self.slowlog_next_id += 1
             max_len = self.config["slowlog-max-len"]
             while len(self.slowlog) > max_len:

@@ -139,23 +139,37 @@ def execute(client: Client, argv: list[bytes]) -> Any:
     try:
         spec = lookup(argv)
     except CommandError as exc:
-        if client.multi is not None:
-            client.multi_error = True
         server.stats.rejected_calls += 1
-        return ErrorReply(exc.message)
+        return _reject(client, argv, exc.message)
     name = argv[0].lower()
     if not client.authenticated and name not in _NO_AUTH:
         spec.rejected_calls += 1
-        return ErrorReply("NOAUTH Authentication required.")
+        return _reject(client, argv, "NOAUTH Authentication required.")
     if client.multi is not None and name not in _MULTI_IMMEDIATE:
         refusal = server.refuse_reason(client, spec)
+        if refusal is None and "no-multi" in spec.flags:
+            refusal = "ERR Command not allowed inside a transaction"
         if refusal is not None:
-            client.multi_error = True
             spec.rejected_calls += 1
-            return ErrorReply(refusal)
+            return _reject(client, argv, refusal)
         client.multi.append(argv)
         return QUEUED
     return call(client, spec, argv)
+
+
+def _reject(client: Client, argv: list[bytes], text: str) -> ErrorReply:
+    """rejectCommand: the error flags an open transaction; a rejected EXEC discards it."""
+    client.server.stats.error_reply(text)
+    if client.multi is None:
+        return ErrorReply(text)
+    if argv[0].lower() != b"exec":
+        client.multi_error = True
+        return ErrorReply(text)
+    client.multi = None
+    client.multi_error = False
+    client.server.unwatch_all(client)
+    reason = text[4:] if text.startswith("ERR ") else text
+    return ErrorReply(f"EXECABORT Transaction discarded because of: {reason}")
 
 
 def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
@@ -165,9 +179,8 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
         refusal = server.refuse_reason(client, spec)
         if refusal is not None:
             spec.rejected_calls += 1
+            server.stats.error_reply(refusal)
             return ErrorReply(refusal)
-    if server.monitors:
-        server.feed_monitors(client, argv)
     client.last_cmd = spec.fullname.encode()
     start = time.perf_counter_ns()
     try:
@@ -175,6 +188,11 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
     except CommandError as exc:
         reply = ErrorReply(exc.message)
         spec.failed_calls += 1
+        server.stats.error_reply(exc.message)
+    # Monitors see a command once it ran (EXEC after its queued commands), never an admin
+    # command, and not again when a blocked client's command is re-run.
+    if server.monitors and client.blocked is None and "admin" not in spec.flags:
+        server.feed_monitors(client, argv)
     elapsed_us = (time.perf_counter_ns() - start) // 1000
     spec.calls += 1
     spec.usec += elapsed_us

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from collections import deque
 
+_MAX_ERROR_CODES = 128
+
 
 class Stats:
     __slots__ = (
@@ -12,7 +14,7 @@ class Stats:
         "rejected_calls", "expired_keys", "keyspace_hits", "keyspace_misses",
         "net_input_bytes", "net_output_bytes", "unexpected_error_replies", "total_error_replies",
         "client_query_buffer_limit_disconnections", "client_output_buffer_limit_disconnections",
-        "_samples", "_last_sample", "start_time",
+        "_samples", "_last_sample", "start_time", "errors", "errorstats_disabled",
     )
 
     def __init__(self) -> None:
@@ -33,10 +35,28 @@ class Stats:
         self.total_error_replies = 0
         self.client_query_buffer_limit_disconnections = 0
         self.client_output_buffer_limit_disconnections = 0
+        # INFO errorstats: error code (the reply's first word) -> count
+        self.errors: dict[str, int] = {}
+        self.errorstats_disabled = False
         self._samples: dict[str, deque[float]] = {
             "ops": deque(maxlen=16), "in": deque(maxlen=16), "out": deque(maxlen=16)
         }
         self._last_sample = (time.monotonic(), 0, 0, 0)
+
+    def error_reply(self, text: str) -> None:
+        """Count an error reply by its code, as INFO errorstats does ("ERR", "WRONGTYPE"...)."""
+        self.total_error_replies += 1
+        if self.errorstats_disabled:
+            return
+        code = text.split(" ", 1)[0]
+        if code in self.errors:
+            self.errors[code] += 1
+        elif len(self.errors) >= _MAX_ERROR_CODES:
+            # Redis stops tracking (and forgets) when clients invent too many codes.
+            self.errors.clear()
+            self.errorstats_disabled = True
+        else:
+            self.errors[code] = 1
 
     def sample(self) -> None:
         """Called from the cron: rate since the last sample, averaged over 16 samples."""
