@@ -7,6 +7,7 @@ import os
 import sys
 
 from server.config import ConfigError, load_config
+from server.info import XSTREAMD_VERSION
 
 USAGE = """Usage: xstreamd [/path/to/xstreamd.conf] [--option value ...]
        xstreamd --help | --version
@@ -24,12 +25,15 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] in (["--version"], ["-v"]):
         from server.app import VERSION
 
-        print(f"xstreamd 0.1.0 (Redis {VERSION} compatible)")
+        print(f"xstreamd {XSTREAMD_VERSION} (Redis {VERSION} compatible)")
         return 0
     try:
         config = load_config(args)
     except ConfigError as exc:
-        print(f"*** FATAL CONFIG FILE ERROR ***\n{exc}", file=sys.stderr)
+        message = str(exc)
+        if message.startswith("Reading the configuration file"):
+            message = f"\n*** FATAL CONFIG FILE ERROR (xstreamd {XSTREAMD_VERSION}) ***\n{message}"
+        print(message, file=sys.stderr)
         return 1
     try:
         import uvloop
@@ -50,9 +54,12 @@ def main(argv: list[str] | None = None) -> int:
             uvloop.run(server.serve())
         else:
             asyncio.run(server.serve())
-    except OSError as exc:
-        server.log.warning(str(exc))
-        print(str(exc), file=sys.stderr)
+    except OSError as exc:  # listening failed (port in use, bad bind address)
+        reason = exc.strerror or str(exc)
+        server.log.warning(f"Warning: {reason}")
+        server.log.warning(f"Failed listening on port {config['port']} (tcp), aborting.")
+        print(f"{reason}\nFailed listening on port {config['port']} (tcp), aborting.",
+              file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 0

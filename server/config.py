@@ -6,7 +6,7 @@ them back in Redis's text form.
 
 from __future__ import annotations
 
-import fnmatch
+import os
 import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -112,13 +112,21 @@ def _client_output_buffer_limit(text: str) -> dict[str, tuple[int, int, int]]:
             hard, soft = parse_memory(parts[i + 1]), parse_memory(parts[i + 2])
             secs = int(parts[i + 3])
         except (ConfigError, ValueError) as exc:
-            raise ConfigError("Error in hard, soft or soft_seconds setting in buffer limit configuration.") from exc
+            raise ConfigError("Error in hard, soft or soft_seconds setting in buffer limit "
+                              "configuration.") from exc
         limits[cls] = (hard, soft, secs)
     return limits
 
 
 def _render_obl(limits: dict[str, tuple[int, int, int]]) -> str:
-    return " ".join(f"{cls} {h} {s} {secs}" for cls, (h, s, secs) in limits.items())
+    # Redis still names the replica class "slave" here.
+    return " ".join(f"{'slave' if cls == 'replica' else cls} {h} {s} {secs}"
+                    for cls, (h, s, secs) in limits.items())
+
+
+def _hz(text: str) -> int:
+    """Any int is accepted; the value is clamped to 1..500 (CONFIG_MIN_HZ/CONFIG_MAX_HZ)."""
+    return min(500, max(1, _int_range(0, 2**31 - 1)(text)))
 
 
 def _render_default(value: Any) -> str:
@@ -150,10 +158,10 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("loglevel", "notice", _enum("debug", "verbose", "notice", "warning", "nothing")),
     OptionSpec("logfile", "", _string, mutable=False),
     OptionSpec("dir", ".", _string),
-    OptionSpec("maxclients", 10000, _int_range(1, 2**31 - 1)),
+    OptionSpec("maxclients", 10000, _int_range(1, 2**32 - 1)),
     OptionSpec("timeout", 0, _int_range(0, 2**31 - 1)),
     OptionSpec("tcp-keepalive", 300, _int_range(0, 2**31 - 1)),
-    OptionSpec("hz", 10, _int_range(1, 500)),
+    OptionSpec("hz", 10, _hz),
     OptionSpec("daemonize", False, parse_bool, mutable=False),
     OptionSpec("pidfile", "", _string, mutable=False),
     OptionSpec("proto-max-bulk-len", 512 * 1024 * 1024, _mem_range(1024 * 1024, _MAX)),
@@ -168,8 +176,8 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("maxmemory", 0, _mem_range(0, _MAX)),
     OptionSpec(
         "maxmemory-policy", "noeviction",
-        _enum("noeviction", "allkeys-lru", "volatile-lru", "allkeys-lfu", "volatile-lfu",
-              "allkeys-random", "volatile-random", "volatile-ttl"),
+        _enum("volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru",
+              "allkeys-lfu", "allkeys-random", "noeviction"),
     ),
     OptionSpec("stream-node-max-bytes", 4096, _mem_range(0, _MAX)),
     OptionSpec("stream-node-max-entries", 100, _int_range(0, _MAX)),
@@ -205,6 +213,7 @@ class Config:
     def __init__(self) -> None:
         self._values: dict[str, Any] = {spec.name: spec.default for spec in OPTIONS}
         self._listeners: dict[str, list[Callable[[Any], None]]] = {}
+        self.config_file = ""  # absolute path of the file read at start-up, if any
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]
@@ -231,34 +240,55 @@ class Config:
         self._listeners.setdefault(name, []).append(listener)
 
     def render(self, name: str) -> str:
-        spec = _BY_NAME[name]
+        spec = _BY_NAME[name.lower()]
         return spec.render(self._values[spec.name])
 
     def matching(self, pattern: str) -> Iterable[str]:
-        """Option names matching a CONFIG GET glob, case-insensitively."""
-        low = pattern.lower()
+        """Option names matching a CONFIG GET glob (Redis's glob rules), case-insensitively."""
+        from storage.glob import compile_glob
+
+        match = compile_glob(pattern.lower().encode())
         for spec in OPTIONS:
-            if fnmatch.fnmatchcase(spec.name, low):
+            if match(spec.name.encode()):
                 yield spec.name
 
 
-def parse_config_file(text: str) -> list[tuple[str, str]]:
+class ConfigLine:
+    """One directive: where it came from (for error messages), its name and its value."""
+
+    __slots__ = ("lineno", "text", "name", "value")
+
+    def __init__(self, lineno: int, text: str, name: str, value: str) -> None:
+        self.lineno = lineno
+        self.text = text
+        self.name = name
+        self.value = value
+
+
+def _split_line(line: str, lineno: int) -> list[str]:
+    try:
+        return shlex.split(line, comments=False, posix=True)
+    except ValueError:
+        raise _fatal(lineno, line, "Unbalanced quotes in configuration line") from None
+
+
+def _fatal(lineno: int, text: str, reason: str) -> ConfigError:
+    """Redis's start-up message for a bad directive (loadServerConfigFromString)."""
+    return ConfigError(f"Reading the configuration file, at line {lineno}\n>>> '{text}'\n{reason}")
+
+
+def parse_config_file(text: str, first_lineno: int = 1) -> list[ConfigLine]:
     """redis.conf lines: 'name value...' with quoting; comments and blank lines skipped."""
-    pairs: list[tuple[str, str]] = []
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    lines: list[ConfigLine] = []
+    for lineno, raw in enumerate(text.splitlines(), start=first_lineno):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        try:
-            words = shlex.split(line, comments=False, posix=True)
-        except ValueError as exc:
-            raise ConfigError(f"line {lineno}: {exc}") from exc
+        words = _split_line(line, lineno)
         if not words:
             continue
-        name, args = words[0].lower(), words[1:]
-        # `save ""` means no rules; several `save` lines add up as in redis.conf.
-        pairs.append((name, " ".join(args)))
-    return pairs
+        lines.append(ConfigLine(lineno, line, words[0].lower(), " ".join(words[1:])))
+    return lines
 
 
 def parse_command_line(argv: list[str]) -> tuple[str | None, list[tuple[str, str]]]:
@@ -273,7 +303,7 @@ def parse_command_line(argv: list[str]) -> tuple[str | None, list[tuple[str, str
     while i < len(rest):
         word = rest[i]
         if not word.startswith("--") or len(word) == 2:
-            raise ConfigError(f"unexpected argument '{word}' (options are --name value)")
+            raise ConfigError(f"Invalid option '{word}': options are --name value (see --help)")
         name = word[2:].lower()
         i += 1
         values: list[str] = []
@@ -285,31 +315,38 @@ def parse_command_line(argv: list[str]) -> tuple[str | None, list[tuple[str, str
 
 
 def load_config(argv: list[str]) -> Config:
-    """Build a Config from the command line (and the file it names); raises ConfigError."""
+    """Build a Config from the command line (and the file it names); raises ConfigError with
+    Redis's "Reading the configuration file, at line N" message. Command-line options count
+    as lines after the file's, as in redis-server."""
     config = Config()
     config_file, flag_pairs = parse_command_line(argv)
-    pairs: list[tuple[str, str]] = []
+    lines: list[ConfigLine] = []
     if config_file is not None:
         try:
             with open(config_file, encoding="utf-8") as fh:
-                pairs.extend(parse_config_file(fh.read()))
+                text = fh.read()
         except OSError as exc:
-            raise ConfigError(f"can't open config file '{config_file}': {exc.strerror}") from exc
-    pairs.extend(flag_pairs)
+            raise ConfigError(
+                f"Fatal error, can't open config file '{config_file}': {exc.strerror}") from exc
+        config.config_file = os.path.abspath(config_file)
+        lines = parse_config_file(text)
+    next_line = (lines[-1].lineno if lines else 0) + 1
+    for offset, (name, value) in enumerate(flag_pairs):
+        lines.append(ConfigLine(next_line + offset, f"{name} {value}".strip(), name, value))
     save_seen = False
-    for name, value in pairs:
-        spec = config.spec(name)
+    for line in lines:
+        spec = config.spec(line.name)
         if spec is None:
-            raise ConfigError(f"Bad directive or wrong number of arguments: '{name}'")
-        if spec.name == "save":
-            # Multiple save directives accumulate; the first one replaces the defaults.
-            rules = _save_rules(value)
-            base = config["save"] if save_seen else []
-            config._values["save"] = base + rules
-            save_seen = True
-            continue
+            raise _fatal(line.lineno, line.text, "Bad directive or wrong number of arguments")
         try:
-            config.set_from_text(spec.name, value)
+            if spec.name == "save":
+                # Multiple save directives accumulate; the first one replaces the defaults.
+                rules = _save_rules(line.value)
+                base = config["save"] if save_seen else []
+                config._values["save"] = base + rules
+                save_seen = True
+            else:
+                config.set_from_text(spec.name, line.value)
         except ConfigError as exc:
-            raise ConfigError(f"'{name} {value}': {exc}") from exc
+            raise _fatal(line.lineno, line.text, str(exc)) from None
     return config

@@ -1,4 +1,9 @@
-"""INFO: sections and field names as Redis writes them."""
+"""INFO: sections and field names as Redis writes them (genRedisInfoString).
+
+Sections come out in Redis's fixed order whatever order they were asked in; "default" is the
+usual set, "all" adds commandstats and errorstats, "everything" is "all" (there are no
+modules). An unknown section name adds nothing.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +12,21 @@ import platform
 import resource
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from server.app import Server
 
-DEFAULT_SECTIONS = ("server", "clients", "memory", "persistence", "stats", "replication", "cpu",
-                    "modules", "errorstats", "cluster", "keyspace")
-ALL_EXTRA = ("commandstats",)
+Fields = list[tuple[str, object]]
+
+XSTREAMD_VERSION = "0.1.0"
+
+ORDER = ("server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules",
+         "commandstats", "errorstats", "cluster", "keyspace")
+DEFAULT_SECTIONS = frozenset(ORDER) - {"commandstats"}
+ALL_SECTIONS = frozenset(ORDER)
+_TITLES = {"cpu": "CPU"}
 
 
 def rss_bytes() -> int:
@@ -26,76 +38,105 @@ def rss_bytes() -> int:
 
 
 def human_bytes(n: float) -> str:
+    """Redis's bytesToHuman: 1023B, 1.00K, 12.50M ..."""
     for unit in ("B", "K", "M", "G", "T", "P"):
         if n < 1024 or unit == "P":
-            return f"{n}B" if unit == "B" else f"{n:.2f}{unit}"
+            return f"{int(n)}B" if unit == "B" else f"{n:.2f}{unit}"
         n /= 1024
-    return f"{n}B"
+    return f"{n:.2f}E"
 
 
 class _Peak:
     value = 0
+    startup = 0
 
 
-def _server(s: Server) -> list[tuple[str, object]]:
+def _server(s: Server) -> Fields:
     from server.app import VERSION
 
     now = time.time()
     uptime = int(now - s.start_time)
+    binds = " ".join(a.lstrip("-") for a in s.config["bind"])
     return [
-        ("redis_version", VERSION), ("xstreamd_version", "0.1.0"), ("redis_git_sha1", "00000000"),
-        ("redis_git_dirty", 0), ("redis_build_id", "0"), ("redis_mode", "standalone"),
+        ("redis_version", VERSION), ("redis_git_sha1", "00000000"), ("redis_git_dirty", 0),
+        ("redis_build_id", "0"), ("redis_mode", "standalone"),
         ("os", f"{platform.system()} {platform.release()} {platform.machine()}"),
-        ("arch_bits", 64), ("multiplexing_api", "asyncio/uvloop"),
-        ("python_version", platform.python_version()), ("process_id", os.getpid()),
-        ("process_supervised", "no"), ("run_id", s.run_id), ("tcp_port", s.tcp_port),
+        ("arch_bits", 64), ("monotonic_clock", "POSIX clock_gettime"),
+        ("multiplexing_api", "asyncio"), ("atomicvar_api", "none"),
+        ("gcc_version", "0.0.0"), ("process_id", os.getpid()), ("process_supervised", "no"),
+        ("run_id", s.run_id), ("tcp_port", s.tcp_port),
         ("server_time_usec", int(now * 1_000_000)), ("uptime_in_seconds", uptime),
         ("uptime_in_days", uptime // 86400), ("hz", s.config["hz"]),
-        ("configured_hz", s.config["hz"]), ("executable", sys.argv[0]), ("config_file", ""),
-        ("io_threads_active", 0),
+        ("configured_hz", s.config["hz"]), ("lru_clock", int(now) & ((1 << 24) - 1)),
+        ("executable", os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""),
+        ("config_file", s.config.config_file), ("io_threads_active", 0),
+        ("listener0", f"name=tcp,bind={binds},port={s.tcp_port}"),
+        ("xstreamd_version", XSTREAMD_VERSION), ("python_version", platform.python_version()),
     ]
 
 
-def _clients(s: Server) -> list[tuple[str, object]]:
-    max_out = max((len(c.out) for c in s.clients.values()), default=0)
+def _clients(s: Server) -> Fields:
+    clients = s.clients.values()
+    max_out = max((len(c.out) for c in clients), default=0)
     return [
         ("connected_clients", len(s.clients)), ("cluster_connections", 0),
         ("maxclients", s.config["maxclients"]), ("client_recent_max_input_buffer", 0),
         ("client_recent_max_output_buffer", max_out),
         ("blocked_clients", s.blocking.blocked_clients), ("tracking_clients", 0),
-        ("pubsub_clients", 0), ("watching_clients", sum(1 for c in s.clients.values() if c.watched)),
-        ("clients_in_timeout_table", sum(1 for c in s.clients.values()
-                                         if c.blocked is not None and c.blocked.deadline)),
+        ("pubsub_clients", 0), ("watching_clients", sum(1 for c in clients if c.watched)),
+        ("clients_in_timeout_table",
+         sum(1 for c in clients if c.blocked is not None and c.blocked.deadline)),
         ("total_watched_keys", len(s.watched_keys)),
         ("total_blocking_keys", len(s.blocking.blocking_keys)),
+        ("total_blocking_keys_on_nokey", 0),
     ]
 
 
-def _memory(s: Server) -> list[tuple[str, object]]:
+def _memory(s: Server) -> Fields:
     rss = rss_bytes()
     _Peak.value = max(_Peak.value, rss)
+    if not _Peak.startup:
+        _Peak.startup = rss
+    used = rss  # the process's resident size is what counts against maxmemory here
     maxmemory = s.config["maxmemory"]
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    overhead = min(used, _Peak.startup)
+    dataset = used - overhead
+    clients_mem = sum(len(c.out) for c in s.clients.values())
     return [
-        ("used_memory", rss), ("used_memory_human", human_bytes(rss)),
+        ("used_memory", used), ("used_memory_human", human_bytes(used)),
         ("used_memory_rss", rss), ("used_memory_rss_human", human_bytes(rss)),
         ("used_memory_peak", _Peak.value), ("used_memory_peak_human", human_bytes(_Peak.value)),
+        ("used_memory_peak_perc", f"{100.0 * used / _Peak.value:.2f}%"),
+        ("used_memory_overhead", overhead), ("used_memory_startup", _Peak.startup),
+        ("used_memory_dataset", dataset),
+        ("used_memory_dataset_perc", f"{100.0 * dataset / used if used else 0.0:.2f}%"),
         ("total_system_memory", total), ("total_system_memory_human", human_bytes(total)),
         ("maxmemory", maxmemory), ("maxmemory_human", human_bytes(maxmemory)),
         ("maxmemory_policy", s.config["maxmemory-policy"]),
-        ("mem_fragmentation_ratio", "1.00"), ("mem_allocator", "libc"),
-        ("mem_clients_normal", sum(len(c.out) for c in s.clients.values())),
+        ("mem_fragmentation_ratio", "1.00"), ("mem_fragmentation_bytes", 0),
+        ("mem_not_counted_for_evict", 0), ("mem_clients_slaves", 0),
+        ("mem_clients_normal", clients_mem), ("mem_aof_buffer", 0),
+        ("mem_allocator", "libc"), ("lazyfree_pending_objects", 0), ("lazyfreed_objects", 0),
     ]
 
 
-def _persistence(s: Server) -> list[tuple[str, object]]:
+def _persistence(s: Server) -> Fields:
     if s.persistence is not None:
         return s.persistence.info_fields()
-    return [("loading", 0), ("rdb_changes_since_last_save", s.dirty),
-            ("rdb_bgsave_in_progress", 0), ("aof_enabled", 0), ("aof_rewrite_in_progress", 0)]
+    return [
+        ("loading", 1 if s.loading else 0), ("async_loading", 0),
+        ("rdb_changes_since_last_save", s.dirty), ("rdb_bgsave_in_progress", 0),
+        ("rdb_last_save_time", int(s.start_time)), ("rdb_last_bgsave_status", "ok"),
+        ("rdb_last_bgsave_time_sec", -1), ("rdb_current_bgsave_time_sec", -1), ("rdb_saves", 0),
+        ("aof_enabled", 0), ("aof_rewrite_in_progress", 0), ("aof_rewrite_scheduled", 0),
+        ("aof_last_rewrite_time_sec", -1), ("aof_current_rewrite_time_sec", -1),
+        ("aof_last_bgrewrite_status", "ok"), ("aof_rewrites", 0),
+        ("aof_last_write_status", "ok"),
+    ]
 
 
-def _stats(s: Server) -> list[tuple[str, object]]:
+def _stats(s: Server) -> Fields:
     st = s.stats
     return [
         ("total_connections_received", st.total_connections_received),
@@ -103,83 +144,105 @@ def _stats(s: Server) -> list[tuple[str, object]]:
         ("instantaneous_ops_per_sec", int(st.instantaneous("ops"))),
         ("total_net_input_bytes", st.net_input_bytes),
         ("total_net_output_bytes", st.net_output_bytes),
+        ("total_net_repl_input_bytes", 0), ("total_net_repl_output_bytes", 0),
         ("instantaneous_input_kbps", f"{st.instantaneous('in') / 1024:.2f}"),
         ("instantaneous_output_kbps", f"{st.instantaneous('out') / 1024:.2f}"),
+        ("instantaneous_input_repl_kbps", "0.00"), ("instantaneous_output_repl_kbps", "0.00"),
         ("rejected_connections", st.rejected_connections),
-        ("expired_keys", st.expired_keys), ("evicted_keys", 0),
+        ("sync_full", 0), ("sync_partial_ok", 0), ("sync_partial_err", 0),
+        ("expired_keys", st.expired_keys), ("expired_stale_perc", "0.00"),
+        ("expired_time_cap_reached_count", 0), ("expire_cycle_cpu_milliseconds", 0),
+        ("evicted_keys", 0), ("evicted_clients", 0),
         ("keyspace_hits", st.keyspace_hits), ("keyspace_misses", st.keyspace_misses),
-        ("pubsub_channels", 0), ("pubsub_patterns", 0),
-        ("total_error_replies", st.total_error_replies),
+        ("pubsub_channels", 0), ("pubsub_patterns", 0), ("pubsubshard_channels", 0),
+        ("latest_fork_usec", 0), ("total_forks", 0), ("migrate_cached_sockets", 0),
+        ("tracking_total_keys", 0), ("tracking_total_items", 0), ("tracking_total_prefixes", 0),
         ("unexpected_error_replies", st.unexpected_error_replies),
+        ("total_error_replies", st.total_error_replies),
+        ("dump_payload_sanitizations", 0),
         ("total_reads_processed", st.total_commands_processed),
+        ("total_writes_processed", 0),
+        ("io_threaded_reads_processed", 0), ("io_threaded_writes_processed", 0),
         ("client_query_buffer_limit_disconnections", st.client_query_buffer_limit_disconnections),
         ("client_output_buffer_limit_disconnections",
          st.client_output_buffer_limit_disconnections),
     ]
 
 
-def _replication(s: Server) -> list[tuple[str, object]]:
-    return [("role", "master"), ("connected_slaves", 0), ("master_repl_offset", 0)]
+def _replication(s: Server) -> Fields:
+    return [
+        ("role", "master"), ("connected_slaves", 0), ("master_failover_state", "no-failover"),
+        ("master_replid", s.run_id), ("master_replid2", "0" * 40), ("master_repl_offset", 0),
+        ("second_repl_offset", -1), ("repl_backlog_active", 0), ("repl_backlog_size", 1048576),
+        ("repl_backlog_first_byte_offset", 0), ("repl_backlog_histlen", 0),
+    ]
 
 
-def _cpu(s: Server) -> list[tuple[str, object]]:
+def _cpu(s: Server) -> Fields:
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return [("used_cpu_sys", f"{usage.ru_stime:.6f}"), ("used_cpu_user", f"{usage.ru_utime:.6f}")]
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return [
+        ("used_cpu_sys", f"{usage.ru_stime:.6f}"), ("used_cpu_user", f"{usage.ru_utime:.6f}"),
+        ("used_cpu_sys_children", f"{children.ru_stime:.6f}"),
+        ("used_cpu_user_children", f"{children.ru_utime:.6f}"),
+        ("used_cpu_sys_main_thread", f"{usage.ru_stime:.6f}"),
+        ("used_cpu_user_main_thread", f"{usage.ru_utime:.6f}"),
+    ]
 
 
-def _commandstats(s: Server) -> list[tuple[str, object]]:
+def _commandstats(s: Server) -> Fields:
     from server.dispatch import COMMANDS
 
-    rows: list[tuple[str, object]] = []
-    specs = []
+    rows: Fields = []
     for spec in COMMANDS.values():
-        specs.append(spec)
-        specs.extend(spec.subcommands.values())
-    for spec in specs:
-        if spec.calls or spec.rejected_calls or spec.failed_calls:
-            per_call = spec.usec / spec.calls if spec.calls else 0.0
-            rows.append((f"cmdstat_{spec.fullname}",
-                         f"calls={spec.calls},usec={spec.usec},usec_per_call={per_call:.2f},"
-                         f"rejected_calls={spec.rejected_calls},failed_calls={spec.failed_calls}"))
+        for one in (spec, *spec.subcommands.values()):
+            if one.calls or one.rejected_calls or one.failed_calls:
+                per_call = one.usec / one.calls if one.calls else 0.0
+                rows.append((f"cmdstat_{one.fullname}",
+                             f"calls={one.calls},usec={one.usec},usec_per_call={per_call:.2f},"
+                             f"rejected_calls={one.rejected_calls},"
+                             f"failed_calls={one.failed_calls}"))
     return rows
 
 
-def _keyspace(s: Server) -> list[tuple[str, object]]:
-    return [(f"db{db.id}", f"keys={len(db.data)},expires={len(db.expires)},avg_ttl=0")
+def _errorstats(s: Server) -> Fields:
+    return [(f"errorstat_{code}", f"count={n}") for code, n in s.stats.errors.items()]
+
+
+def _keyspace(s: Server) -> Fields:
+    return [(f"db{db.id}", f"keys={len(db.data)},expires={len(db.expires)},"
+                           f"avg_ttl={db.avg_ttl()},subexpiry=0")
             for db in s.dbs if db.data]
 
 
-_SECTIONS = {
+_SECTIONS: dict[str, Callable[[Server], Fields]] = {
     "server": _server, "clients": _clients, "memory": _memory, "persistence": _persistence,
     "stats": _stats, "replication": _replication, "cpu": _cpu, "modules": lambda s: [],
-    "errorstats": lambda s: [], "cluster": lambda s: [("cluster_enabled", 0)],
-    "keyspace": _keyspace, "commandstats": _commandstats,
+    "commandstats": _commandstats, "errorstats": _errorstats,
+    "cluster": lambda s: [("cluster_enabled", 0)], "keyspace": _keyspace,
 }
 
 
+def wanted_sections(requested: list[str]) -> set[str]:
+    if not requested:
+        return set(DEFAULT_SECTIONS)
+    names: set[str] = set()
+    for name in requested:
+        low = name.lower()
+        if low == "default":
+            names |= DEFAULT_SECTIONS
+        elif low in ("all", "everything"):
+            names |= ALL_SECTIONS
+        elif low in _SECTIONS:
+            names.add(low)
+    return names
+
+
 def render_info(server: Server, requested: list[str]) -> str:
-    names: list[str] = []
-    if not requested or requested == ["default"]:
-        names = list(DEFAULT_SECTIONS)
-    else:
-        for name in requested:
-            low = name.lower()
-            if low in ("all", "everything"):
-                names.extend(DEFAULT_SECTIONS + ALL_EXTRA)
-            elif low == "default":
-                names.extend(DEFAULT_SECTIONS)
-            elif low in _SECTIONS:
-                names.append(low)
-    seen: set[str] = set()
+    names = wanted_sections(requested)
     parts = []
-    for name in names:
-        if name in seen:
-            continue
-        seen.add(name)
-        fields = _SECTIONS[name](server)
-        title = "Keyspace" if name == "keyspace" else name.capitalize()
-        if name == "cpu":
-            title = "CPU"
-        body = "".join(f"{k}:{v}\r\n" for k, v in fields)
-        parts.append(f"# {title}\r\n{body}")
+    for name in ORDER:
+        if name in names:
+            body = "".join(f"{k}:{v}\r\n" for k, v in _SECTIONS[name](server))
+            parts.append(f"# {_TITLES.get(name, name.capitalize())}\r\n{body}")
     return "\r\n".join(parts)

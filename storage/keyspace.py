@@ -2,15 +2,24 @@
 
 Values are stored as they are: a storage.stream.Stream, or a StringValue for the minimal
 string type. No asyncio, no RESP here.
+
+Every new key must go through Database.set() or Database.add(): SCAN's index learns about new
+keys there.
 """
 
 from __future__ import annotations
 
-import hashlib
-import heapq
 import random
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
+from itertools import islice
+
+from storage.glob import glob_match
+
+__all__ = ["Database", "StringValue", "glob_match", "now_ms", "object_encoding", "type_name"]
+
+_U64 = (1 << 64) - 1
 
 
 def now_ms() -> int:
@@ -28,81 +37,79 @@ class StringValue:
 
 def type_name(value: object) -> str:
     """TYPE's answer for a stored value."""
-    if isinstance(value, StringValue):
+    if type(value) is StringValue:
         return "string"
-    return getattr(value, "TYPE_NAME", "none")
+    name = getattr(value, "TYPE_NAME", None)
+    if name is not None:
+        return name
+    # storage.stream is not imported here (keyspace stays independent of it).
+    return "stream" if type(value).__name__ == "Stream" else "none"
 
 
-def glob_match(pattern: bytes, key: bytes) -> bool:
-    """Redis's stringmatch (glob with * ? [..] and backslash escapes), binary-safe."""
-    # fnmatch has no escapes and treats [!..] like Redis's [^..]; translate Redis syntax.
-    return _compile_glob(pattern)(key)
+def _is_long(data: bytes) -> bool:
+    """string2l: '-'? digits, no leading zeros, no '+' or spaces, fits a 64-bit long."""
+    if not 0 < len(data) <= 20:
+        return False
+    if data == b"0":
+        return True
+    body = data[1:] if data[:1] == b"-" else data
+    if not body.isdigit() or body[:1] == b"0":
+        return False
+    return -(1 << 63) <= int(data) < (1 << 63)
 
 
-_GLOB_CACHE: dict[bytes, Callable[[bytes], bool]] = {}
-
-
-def _compile_glob(pattern: bytes) -> Callable[[bytes], bool]:
-    cached = _GLOB_CACHE.get(pattern)
-    if cached is not None:
-        return cached
-    import re
-
-    out = []
-    i = 0
-    n = len(pattern)
-    while i < n:
-        c = pattern[i : i + 1]
-        if c == b"*":
-            out.append(b".*")
-        elif c == b"?":
-            out.append(b".")
-        elif c == b"\\" and i + 1 < n:
-            i += 1
-            out.append(re.escape(pattern[i : i + 1]))
-        elif c == b"[":
-            j = i + 1
-            parts = [b"["]
-            if j < n and pattern[j : j + 1] == b"^":
-                parts.append(b"^")
-                j += 1
-            while j < n and pattern[j : j + 1] != b"]":
-                ch = pattern[j : j + 1]
-                if ch == b"\\" and j + 1 < n:
-                    j += 1
-                    parts.append(re.escape(pattern[j : j + 1]))
-                elif ch == b"-" and len(parts) > 1:
-                    parts.append(b"-")
-                else:
-                    parts.append(re.escape(ch))
-                j += 1
-            if j >= n:  # unterminated class: Redis treats the rest literally up to the end
-                parts.append(b"]")
-            else:
-                parts.append(b"]")
-            out.append(b"".join(parts) if len(parts) > 2 else b"(?!)")
-            i = j
-        else:
-            out.append(re.escape(c))
-        i += 1
-    regex = re.compile(b"".join(out) + rb"\Z", re.DOTALL)
-    matcher: Callable[[bytes], bool] = lambda key: regex.match(key) is not None  # noqa: E731
-    if len(_GLOB_CACHE) > 256:
-        _GLOB_CACHE.clear()
-    _GLOB_CACHE[pattern] = matcher
-    return matcher
+def object_encoding(value: object) -> str:
+    """OBJECT ENCODING: strings as Redis encodes them (int, embstr up to 44 bytes, raw)."""
+    encoding = getattr(value, "ENCODING", None)
+    if encoding is not None:
+        return encoding
+    if type(value) is StringValue:
+        data = value.data
+        if _is_long(data):
+            return "int"
+        return "embstr" if len(data) <= 44 else "raw"
+    return "stream" if type_name(value) == "stream" else "raw"
 
 
 def scan_hash(key: bytes) -> int:
-    """A stable 63-bit position for SCAN cursors: keys are visited in this order, so a key that
-    exists for the whole scan is returned whatever else is added or removed meanwhile."""
-    return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") >> 1
+    """A key's position in SCAN order: its hash as an unsigned 64-bit number. Python's bytes
+    hash is stable for the life of the process, which is all a cursor needs."""
+    return hash(key) & _U64
+
+
+class _ScanIndex:
+    """The keys sorted by scan_hash, so that a SCAN call costs O(log N + COUNT).
+
+    Keys deleted since the index was built stay in it (SCAN skips them); keys added since go
+    to `pending` and are merged when the next SCAN runs. A cursor is the hash to resume from,
+    so a key present during a whole iteration is returned whatever changes meanwhile."""
+
+    __slots__ = ("hashes", "keys", "pending")
+
+    def __init__(self, keys: Iterator[bytes] | list[bytes]) -> None:
+        pairs = sorted((scan_hash(k), k) for k in keys)
+        self.hashes = [h for h, _ in pairs]
+        self.keys = [k for _, k in pairs]
+        self.pending: list[bytes] = []
+
+    def merge_pending(self, live: dict[bytes, object]) -> None:
+        if not self.pending:
+            return
+        new = sorted((scan_hash(k), k) for k in set(self.pending) if k in live)
+        self.pending = []
+        if not new:
+            return
+        # Two sorted runs: timsort merges them in linear time.
+        pairs = sorted([*zip(self.hashes, self.keys, strict=True), *new])
+        self.hashes = [h for h, _ in pairs]
+        self.keys = [k for _, k in pairs]
 
 
 class Database:
     """One numbered database."""
 
-    __slots__ = ("id", "data", "expires", "clock", "on_expire")
+    __slots__ = ("id", "data", "expires", "clock", "on_expire", "active_expire_enabled",
+                 "_scan_index")
 
     def __init__(self, db_id: int, clock: Callable[[], int] = now_ms) -> None:
         self.id = db_id
@@ -111,6 +118,8 @@ class Database:
         self.clock = clock
         # Called with (db, key) after a key is deleted because its time passed.
         self.on_expire: Callable[[Database, bytes], None] | None = None
+        self.active_expire_enabled = True  # DEBUG SET-ACTIVE-EXPIRE 0 turns the cycle off
+        self._scan_index: _ScanIndex | None = None
 
     def __len__(self) -> int:
         return len(self.data)
@@ -137,17 +146,24 @@ class Database:
 
     # -- writes -------------------------------------------------------------------------------
     def set(self, key: bytes, value: object, keep_ttl: bool = False) -> None:
+        """Store value at key, replacing any value (and its TTL unless keep_ttl)."""
+        if self._scan_index is not None and key not in self.data:
+            self._scan_index.pending.append(key)
         self.data[key] = value
         if not keep_ttl:
             self.expires.pop(key, None)
 
     def add(self, key: bytes, value: object) -> None:
         """Store a new key (the caller checked it is absent)."""
+        if self._scan_index is not None:
+            self._scan_index.pending.append(key)
         self.data[key] = value
 
     def delete(self, key: bytes) -> bool:
+        """Remove key; False when it did not exist (or had just expired)."""
         if self.expires:
-            self.expire_if_needed(key)
+            if self.expire_if_needed(key):
+                return False
             self.expires.pop(key, None)
         return self.data.pop(key, None) is not None
 
@@ -155,7 +171,14 @@ class Database:
         count = len(self.data)
         self.data.clear()
         self.expires.clear()
+        self._scan_index = None
         return count
+
+    def swap_contents(self, other: Database) -> None:
+        """SWAPDB: exchange keys and TTLs; the Database objects (and their ids) stay put."""
+        self.data, other.data = other.data, self.data
+        self.expires, other.expires = other.expires, self.expires
+        self._scan_index = other._scan_index = None
 
     # -- expiry -------------------------------------------------------------------------------
     def set_expire(self, key: bytes, when_ms: int) -> None:
@@ -171,6 +194,8 @@ class Database:
         """One active-expire cycle, as Redis: sample keys with a TTL, delete the expired ones,
         repeat while more than a quarter of a sample was expired. Returns the keys removed."""
         removed: list[bytes] = []
+        if not self.active_expire_enabled:
+            return removed
         now = self.clock()
         for _ in range(max_rounds):
             if not self.expires:
@@ -179,7 +204,7 @@ class Database:
             if size <= samples:
                 keys = list(self.expires)
             else:
-                keys = random.sample(list(self.expires), samples)
+                keys = _sample_keys(self.expires, samples)
             expired = [k for k in keys if self.expires[k] <= now]
             for key in expired:
                 del self.expires[key]
@@ -190,6 +215,17 @@ class Database:
             if len(expired) * 4 <= len(keys):
                 break
         return removed
+
+    def avg_ttl(self, sample: int = 1000) -> int:
+        """INFO keyspace's avg_ttl: the mean time left (ms) of keys with a TTL, estimated from
+        a sample as Redis estimates it; 0 when no key has one."""
+        if not self.expires:
+            return 0
+        now = self.clock()
+        whens = (list(self.expires.values()) if len(self.expires) <= sample
+                 else [self.expires[k] for k in _sample_keys(self.expires, sample)])
+        left = [w - now for w in whens if w > now]
+        return sum(left) // len(left) if left else 0
 
     # -- iteration ----------------------------------------------------------------------------
     def keys_matching(self, pattern: bytes) -> list[bytes]:
@@ -205,33 +241,43 @@ class Database:
     def scan(
         self, cursor: int, count: int, pattern: bytes | None, type_filter: str | None
     ) -> tuple[int, list[bytes]]:
-        """Visit keys in scan_hash order from cursor: returns (next cursor or 0, keys)."""
-        candidates = ((scan_hash(k), k) for k in self.data)
-        batch = heapq.nsmallest(count, ((h, k) for h, k in candidates if h >= cursor))
+        """Visit about `count` keys in scan_hash order from cursor: (next cursor or 0, keys).
+        Keys sharing a hash are always returned by the same call."""
+        index = self._scan_index
+        if index is None:
+            index = self._scan_index = _ScanIndex(list(self.data))
+        else:
+            index.merge_pending(self.data)
+            if len(index.keys) > 2 * len(self.data) + 64:  # mostly deleted keys: rebuild
+                index = self._scan_index = _ScanIndex(list(self.data))
+        hashes, keys = index.hashes, index.keys
+        start = bisect_left(hashes, cursor)
+        end = min(start + count, len(hashes))
+        while end < len(hashes) and hashes[end] == hashes[end - 1]:
+            end += 1
         next_cursor = 0
-        if len(batch) == count:
-            # More may remain: continue after the last hash visited.
-            next_cursor = batch[-1][0] + 1
-            if next_cursor >= 1 << 63 or not any(
-                scan_hash(k) >= next_cursor for k in self.data
-            ):
-                next_cursor = 0
+        if end < len(hashes):
+            next_cursor = hashes[end - 1] + 1  # <= 2**64 - 1: a larger hash follows
+        data = self.data
         out = []
-        for _h, key in batch:
+        for key in keys[start:end]:
+            if key not in data:
+                continue
             if self.expires and self.expire_if_needed(key):
                 continue
             if pattern is not None and not glob_match(pattern, key):
                 continue
-            if type_filter is not None and type_name(self.data[key]) != type_filter:
+            if type_filter is not None and type_name(data[key]) != type_filter:
                 continue
             out.append(key)
         return next_cursor, out
 
     def random_key(self) -> bytes | None:
+        """RANDOMKEY: a random live key (expired ones met on the way are deleted)."""
         for _ in range(100):
             if not self.data:
                 return None
-            key = random.choice(list(self.data)) if len(self.data) < 1000 else _random_pick(self.data)
+            key = _sample_keys(self.data, 1)[0]
             if not self.expire_if_needed(key):
                 return key
         return next(iter(self.data), None)
@@ -240,11 +286,12 @@ class Database:
         return iter(list(self.data.items()))
 
 
-def _random_pick(data: dict[bytes, object]) -> bytes:
-    # Dicts cannot be indexed; walk a random distance into the iteration order.
-    skip = random.randrange(len(data))
-    for i, key in enumerate(data):
-        if i == skip:
-            return key
-    raise AssertionError("unreachable")
-
+def _sample_keys(mapping: dict[bytes, object] | dict[bytes, int], n: int) -> list[bytes]:
+    """n keys from a random place. A dict cannot be indexed, so large ones give a run of n
+    keys from a random offset (islice skips at C speed), much as Redis samples a few buckets."""
+    size = len(mapping)
+    if size <= 1000:
+        keys = list(mapping)
+        return random.sample(keys, n) if n <= size else keys
+    start = random.randrange(size - n + 1) if n <= size else 0
+    return list(islice(mapping, start, start + n))

@@ -1,4 +1,5 @@
-"""CLIENT subcommands."""
+"""CLIENT subcommands: ID, SETNAME, GETNAME, SETINFO, LIST, INFO, KILL, UNBLOCK, NO-EVICT,
+NO-TOUCH, HELP."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ container("client", -2, "sentinel", summary="A container for client connection c
           since="2.4.0", group="connection")
 
 _CAT = "@slow @connection"
+_ADMIN_CAT = "@admin @slow @dangerous @connection"
+_CLIENT_TYPES = (b"normal", b"master", b"replica", b"slave", b"pubsub")
 
 
 def validate_name(name: bytes, what: str) -> None:
@@ -22,131 +25,143 @@ def validate_name(name: bytes, what: str) -> None:
         raise CommandError(f"ERR {what} cannot contain spaces, newlines or special characters.")
 
 
+def _text(value: bytes) -> str:
+    return value.decode(errors="replace")
+
+
 def client_info_line(client: Client) -> str:
+    """One CLIENT LIST line, with Redis 8's fields in Redis's order."""
     now = time.monotonic()
     multi = len(client.multi) if client.multi is not None else -1
+    sink = client.sink
+    omem = sink.output_size() if sink is not None else 0
+    reader = getattr(sink, "reader", None)
+    qbuf = reader.pending_bytes() if reader is not None else 0
+    obl = len(client.out)
     return (
         f"id={client.id} addr={client.addr} laddr={client.laddr} fd=8 "
-        f"name={client.name.decode(errors='replace')} age={int(now - client.created)} "
+        f"name={_text(client.name)} age={int(now - client.created)} "
         f"idle={int(now - client.last_interaction)} flags={client.flags_text()} "
         f"db={client.db.id} sub=0 psub=0 ssub=0 multi={multi} watch={len(client.watched)} "
-        f"qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl={len(client.out)} "
-        f"oll=0 omem={client.sink.output_size() if client.sink else 0} tot-mem=0 events=r "
-        f"cmd={client.last_cmd.decode()} user={client.user} redir=-1 resp={client.protocol} "
-        f"lib-name={client.lib_name.decode(errors='replace')} "
-        f"lib-ver={client.lib_ver.decode(errors='replace')}"
+        f"qbuf={qbuf} qbuf-free=0 argv-mem={client.argv_bytes} multi-mem=0 rbs=16384 rbp=0 "
+        f"obl={obl} oll=0 omem={omem} tot-mem={qbuf + obl + omem} events=r "
+        f"cmd={_text(client.last_cmd)} user={client.user} redir=-1 resp={client.protocol} "
+        f"lib-name={_text(client.lib_name)} lib-ver={_text(client.lib_ver)} io-thread=0"
     )
 
 
-@command("client|id", 2, "noscript loading stale", categories=_CAT, since="5.0.0")
+@command("client|id", 2, "noscript loading stale", categories=_CAT, since="5.0.0",
+         summary="Returns the unique client ID of the connection.", group="connection")
 def client_id(client: Client, argv: list[bytes]) -> object:
     return client.id
 
 
-@command("client|setname", 3, "noscript loading stale", categories=_CAT, since="2.6.9")
+@command("client|setname", 3, "noscript loading stale", categories=_CAT, since="2.6.9",
+         summary="Sets the connection name.", group="connection")
 def client_setname(client: Client, argv: list[bytes]) -> object:
     validate_name(argv[2], "Client names")
     client.name = argv[2]
     return OK
 
 
-@command("client|getname", 2, "noscript loading stale", categories=_CAT, since="2.6.9")
+@command("client|getname", 2, "noscript loading stale", categories=_CAT, since="2.6.9",
+         summary="Returns the name of the connection.", group="connection")
 def client_getname(client: Client, argv: list[bytes]) -> object:
     return client.name or None
 
 
-@command("client|setinfo", 4, "noscript loading stale", categories=_CAT, since="7.2.0")
+@command("client|setinfo", 4, "noscript loading stale", categories=_CAT, since="7.2.0",
+         summary="Sets information specific to the client or connection.", group="connection")
 def client_setinfo(client: Client, argv: list[bytes]) -> object:
     attr = argv[2].lower()
+    if attr not in (b"lib-name", b"lib-ver"):
+        raise CommandError(f"ERR Unrecognized option '{_text(argv[2])}'")
+    validate_name(argv[3], _text(argv[2]))
     if attr == b"lib-name":
-        validate_name(argv[3], "lib-name")
         client.lib_name = argv[3]
-    elif attr == b"lib-ver":
-        validate_name(argv[3], "lib-ver")
-        client.lib_ver = argv[3]
     else:
-        raise CommandError(f"ERR Unrecognized option '{argv[2].decode(errors='replace')}'")
+        client.lib_ver = argv[3]
     return OK
 
 
-def _matching_clients(client: Client, argv: list[bytes], start: int) -> list[Client]:
-    """CLIENT LIST [TYPE t] [ID id...] filters."""
-    clients = list(client.server.clients.values())
-    i = start
-    while i < len(argv):
-        if eq(argv[i], b"type") and i + 1 < len(argv):
-            kind = argv[i + 1].lower()
-            if kind not in (b"normal", b"master", b"replica", b"slave", b"pubsub"):
-                raise CommandError(f"ERR Unknown client type '{argv[i + 1].decode(errors='replace')}'")
-            if kind != b"normal":
-                clients = []
-            i += 2
-        elif eq(argv[i], b"id") and i + 1 < len(argv):
-            ids = set()
-            for raw in argv[i + 1:]:
-                try:
-                    value = parse_int(raw)
-                except CommandError:
-                    raise CommandError("ERR Invalid client ID") from None
-                if value <= 0:
-                    raise CommandError("ERR Invalid client ID")
-                ids.add(value)
-            clients = [c for c in clients if c.id in ids]
-            i = len(argv)
-        else:
-            raise CommandError(SYNTAX)
-    return clients
+def _check_type(value: bytes) -> bytes:
+    kind = value.lower()
+    if kind not in _CLIENT_TYPES:
+        raise CommandError(f"ERR Unknown client type '{_text(value)}'")
+    return kind
 
 
-@command("client|list", -2, "admin noscript loading stale", categories="@admin @slow @dangerous @connection",
-         since="2.4.0")
+@command("client|list", -2, "admin noscript loading stale", categories=_ADMIN_CAT,
+         since="2.4.0", summary="Lists open connections.", group="connection",
+         tips="nondeterministic_output")
 def client_list(client: Client, argv: list[bytes]) -> object:
-    clients = _matching_clients(client, argv, 2)
+    clients = sorted(client.server.clients.values(), key=lambda c: c.id)
+    if len(argv) == 4 and eq(argv[2], b"type"):
+        if _check_type(argv[3]) != b"normal":  # no replicas, masters or pubsub clients here
+            clients = []
+    elif len(argv) >= 4 and eq(argv[2], b"id"):
+        wanted: list[int] = []
+        for raw in argv[3:]:
+            try:
+                wanted.append(parse_int(raw))
+            except CommandError:
+                raise CommandError("ERR Invalid client ID") from None
+        by_id = client.server.clients
+        clients = [by_id[i] for i in wanted if i in by_id]
+    elif len(argv) != 2:
+        raise CommandError(SYNTAX)
     return Verbatim("".join(client_info_line(c) + "\n" for c in clients))
 
 
-@command("client|info", 2, "noscript loading stale", categories=_CAT, since="6.2.0")
+@command("client|info", 2, "noscript loading stale", categories=_CAT, since="6.2.0",
+         summary="Returns information about the connection.", group="connection",
+         tips="nondeterministic_output")
 def client_info(client: Client, argv: list[bytes]) -> object:
     return Verbatim(client_info_line(client) + "\n")
 
 
-@command("client|kill", -3, "admin noscript loading stale", categories="@admin @slow @dangerous @connection",
-         since="2.4.0")
+_ID_ERROR = "ERR client-id should be greater than 0"
+
+
+@command("client|kill", -3, "admin noscript loading stale", categories=_ADMIN_CAT,
+         since="2.4.0", summary="Terminates open connections.", group="connection")
 def client_kill(client: Client, argv: list[bytes]) -> object:
     server = client.server
     if len(argv) == 3:  # old form: CLIENT KILL addr:port
-        addr = argv[2].decode(errors="replace")
+        addr = _text(argv[2])
         for other in list(server.clients.values()):
             if other.addr == addr:
                 _kill(client, other)
                 return OK
         raise CommandError("ERR No such client")
-    filters: list[tuple[bytes, bytes]] = []
+    filters: list[tuple[bytes, object]] = []
     skipme = True
     i = 2
     while i < len(argv):
         if i + 1 >= len(argv):
             raise CommandError(SYNTAX)
         name, value = argv[i].lower(), argv[i + 1]
+        parsed: object = _text(value)
         if name == b"id":
             try:
-                ident = parse_int(value)
+                parsed = parse_int(value)
             except CommandError:
-                raise CommandError("ERR client-id should be greater than 0") from None
-            if ident <= 0:
-                raise CommandError("ERR client-id should be greater than 0")
+                raise CommandError(_ID_ERROR) from None
+            if parsed <= 0:  # type: ignore[operator]
+                raise CommandError(_ID_ERROR)
         elif name == b"type":
-            if value.lower() not in (b"normal", b"master", b"replica", b"slave", b"pubsub"):
-                raise CommandError(f"ERR Unknown client type '{value.decode(errors='replace')}'")
+            parsed = _check_type(value)
         elif name == b"skipme":
             if value.lower() not in (b"yes", b"no"):
                 raise CommandError(SYNTAX)
             skipme = value.lower() == b"yes"
+            i += 2
+            continue
         elif name == b"maxage":
-            parse_int(value)
+            parsed = parse_int(value)
         elif name not in (b"addr", b"laddr", b"user"):
             raise CommandError(SYNTAX)
-        filters.append((name, value))
+        filters.append((name, parsed))
         i += 2
     killed = 0
     now = time.monotonic()
@@ -159,25 +174,25 @@ def client_kill(client: Client, argv: list[bytes]) -> object:
     return killed
 
 
-def _filter_matches(other: Client, name: bytes, value: bytes, now: float) -> bool:
+def _filter_matches(other: Client, name: bytes, value: object, now: float) -> bool:
     if name == b"id":
-        return other.id == int(value)
+        return other.id == value
     if name == b"addr":
-        return other.addr == value.decode(errors="replace")
+        return other.addr == value
     if name == b"laddr":
-        return other.laddr == value.decode(errors="replace")
+        return other.laddr == value
     if name == b"type":
-        return value.lower() == b"normal"
+        return value == b"normal"
     if name == b"user":
-        return value.decode(errors="replace") == other.user
+        return other.user == value
     if name == b"maxage":
-        return now - other.created >= int(value)
+        return now - other.created >= value  # type: ignore[operator]
     return True
 
 
 def _kill(killer: Client, victim: Client) -> None:
     if victim is killer:
-        victim.close_after_reply = True
+        victim.close_after_reply = True  # the reply is sent first, then the connection closes
     elif victim.sink is not None:
         victim.sink.close_client()
 
@@ -189,22 +204,29 @@ def _on_off(argv: list[bytes]) -> bool:
     return value == b"on"
 
 
-@command("client|no-evict", 3, "admin noscript loading stale", categories="@admin @slow @dangerous @connection",
-         since="7.0.0")
+@command("client|no-evict", 3, "admin noscript loading stale", categories=_ADMIN_CAT,
+         since="7.0.0", summary="Sets the client eviction mode of the connection.",
+         group="connection")
 def client_no_evict(client: Client, argv: list[bytes]) -> object:
     client.no_evict = _on_off(argv)
     return OK
 
 
-@command("client|no-touch", 3, "noscript loading stale", categories=_CAT, since="7.2.0")
+@command("client|no-touch", 3, "noscript loading stale", categories=_CAT, since="7.2.0",
+         summary="Controls whether commands sent by the client affect the LRU/LFU of accessed "
+         "keys.", group="connection")
 def client_no_touch(client: Client, argv: list[bytes]) -> object:
     client.no_touch = _on_off(argv)
     return OK
 
 
-@command("client|unblock", -3, "admin noscript loading stale", categories="@admin @slow @dangerous @connection",
-         since="5.0.0")
+@command("client|unblock", -3, "admin noscript loading stale", categories=_ADMIN_CAT,
+         since="5.0.0", summary="Unblocks a client blocked by a blocking command from a "
+         "different connection.", group="connection")
 def client_unblock(client: Client, argv: list[bytes]) -> object:
+    if len(argv) > 4:
+        raise CommandError("ERR unknown subcommand or wrong number of arguments for "
+                           f"'{_text(argv[1])}'. Try CLIENT HELP.")
     target_id = parse_int(argv[2])
     as_error = False
     if len(argv) == 4:
@@ -212,31 +234,56 @@ def client_unblock(client: Client, argv: list[bytes]) -> object:
         if reason not in (b"timeout", b"error"):
             raise CommandError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
         as_error = reason == b"error"
-    elif len(argv) > 4:
-        raise CommandError(SYNTAX)
     target = client.server.clients.get(target_id)
     if target is None:
         return 0
     return 1 if client.server.blocking.unblock_by_request(target, as_error) else 0
 
 
-@command("client|help", 2, "loading stale", categories=_CAT, since="5.0.0")
+@command("client|help", 2, "loading stale", categories=_CAT, since="5.0.0",
+         summary="Returns helpful text about the different subcommands.", group="connection")
 def client_help(client: Client, argv: list[bytes]) -> object:
     from server.commands.help import help_reply
 
     return help_reply("CLIENT", [
-        "ID", "    Return the ID of the current connection.",
-        "GETNAME", "    Return the name of the current connection.",
-        "SETNAME <name>", "    Assign the name <name> to the current connection.",
-        "SETINFO <option> <value>", "    Set client meta attr (LIB-NAME, LIB-VER).",
-        "LIST [TYPE (NORMAL|MASTER|REPLICA|PUBSUB)] [ID <id> [<id> ...]]",
-        "    Return information about client connections.",
-        "INFO", "    Return information about the current client connection.",
-        "KILL <ip:port>", "    Kill connection made from <ip:port>.",
+        "GETNAME",
+        "    Return the name of the current connection.",
+        "ID",
+        "    Return the ID of the current connection.",
+        "INFO",
+        "    Return information about the current client connection.",
+        "KILL <ip:port>",
+        "    Kill connection made from <ip:port>.",
         "KILL <option> <value> [<option> <value> [...]]",
-        "    Kill connections. Options are: ID, ADDR, LADDR, TYPE, USER, SKIPME, MAXAGE.",
+        "    Kill connections. Options are:",
+        "    * ADDR (<ip:port>|<unixsocket>:0)",
+        "      Kill connections made from the specified address",
+        "    * LADDR (<ip:port>|<unixsocket>:0)",
+        "      Kill connections made to specified local address",
+        "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+        "      Kill connections by type.",
+        "    * USER <username>",
+        "      Kill connections authenticated by <username>.",
+        "    * SKIPME (YES|NO)",
+        "      Skip killing current connection (default: yes).",
+        "    * ID <client-id>",
+        "      Kill connections by client id.",
+        "    * MAXAGE <maxage>",
+        "      Kill connections older than the specified age.",
+        "LIST [options ...]",
+        "    Return information about client connections. Options:",
+        "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+        "      Return clients of specified type.",
+        "SETNAME <name>",
+        "    Assign the name <name> to the current connection.",
+        "SETINFO <option> <value>",
+        "    Set client meta attr. Options are:",
+        "    * LIB-NAME: the client lib name.",
+        "    * LIB-VER: the client lib version.",
         "UNBLOCK <clientid> [TIMEOUT|ERROR]",
         "    Unblock the specified blocked client.",
-        "NO-EVICT (ON|OFF)", "    Protect current client connection from eviction.",
-        "NO-TOUCH (ON|OFF)", "    Will not touch LRU/LFU stats when this mode is on.",
+        "NO-EVICT (ON|OFF)",
+        "    Protect current client connection from eviction.",
+        "NO-TOUCH (ON|OFF)",
+        "    Will not touch LRU/LFU stats when this mode is on.",
     ])

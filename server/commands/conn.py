@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import hmac
 
-from protocol.encoder import NULL_ARRAY, OK, Raw, SimpleString
+from protocol.encoder import OK, Raw, SimpleString
 from server.app import VERSION
 from server.client import Client
 from server.dispatch import command
-from server.errors import DB_INDEX_OUT_OF_RANGE, CommandError
+from server.errors import DB_INDEX_OUT_OF_RANGE, SYNTAX, CommandError, wrong_arity
 from server.parsing import eq, parse_int
 
 PONG = Raw(b"+PONG\r\n")
 WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
-_ = NULL_ARRAY
 
 
-@command("ping", -1, "fast", categories="@fast @connection", summary="Returns the server's liveliness response.")
+@command("ping", -1, "fast sentinel", categories="@fast @connection",
+         summary="Returns the server's liveliness response.")
 def ping(client: Client, argv: list[bytes]) -> object:
     if len(argv) > 2:
-        raise CommandError("ERR wrong number of arguments for 'ping' command")
+        raise wrong_arity("ping")
     return argv[1] if len(argv) == 2 else PONG
 
 
@@ -29,10 +29,13 @@ def echo(client: Client, argv: list[bytes]) -> object:
 
 
 def check_password(client: Client, username: bytes, password: bytes) -> bool:
-    """The default user with requirepass; compared in constant time."""
-    required = client.server.config["requirepass"].encode()
-    if username != b"default" or not required:
+    """ACL check for the only user, "default": with no requirepass it is a nopass user, so
+    any password is accepted; otherwise the password is compared in constant time."""
+    if username != b"default":
         return False
+    required = client.server.config["requirepass"].encode()
+    if not required:
+        return True
     return hmac.compare_digest(password, required)
 
 
@@ -40,7 +43,7 @@ def check_password(client: Client, username: bytes, password: bytes) -> bool:
          categories="@fast @connection", summary="Authenticates the connection.")
 def auth(client: Client, argv: list[bytes]) -> object:
     if len(argv) > 3:
-        raise CommandError("ERR syntax error")
+        raise CommandError(SYNTAX)
     if len(argv) == 2:
         if not client.server.config["requirepass"]:
             raise CommandError(
@@ -52,24 +55,32 @@ def auth(client: Client, argv: list[bytes]) -> object:
     if not check_password(client, username, password):
         raise CommandError(WRONGPASS)
     client.authenticated = True
+    client.user = "default"
     return OK
+
+
+_HELLO_NOAUTH = (
+    "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+    "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
+    "select the RESP protocol version at the same time")
 
 
 @command("hello", -1, "noscript loading stale fast no-auth sentinel allow-busy",
          categories="@fast @connection", summary="Handshakes with the Redis server.", since="6.0.0")
 def hello(client: Client, argv: list[bytes]) -> object:
+    from server.commands.client_cmds import validate_name
+
     protover = 0
-    i = 1
     if len(argv) >= 2:
         try:
             protover = parse_int(argv[1])
         except CommandError:
             raise CommandError("ERR Protocol version is not an integer or out of range") from None
-        i = 2
         if protover < 2 or protover > 3:
             raise CommandError("NOPROTO unsupported protocol version")
     setname: bytes | None = None
     credentials: tuple[bytes, bytes] | None = None
+    i = 2
     while i < len(argv):
         more = len(argv) - i - 1
         if eq(argv[i], b"auth") and more >= 2:
@@ -77,33 +88,30 @@ def hello(client: Client, argv: list[bytes]) -> object:
             i += 3
         elif eq(argv[i], b"setname") and more >= 1:
             setname = argv[i + 1]
+            validate_name(setname, "Client names")  # checked while parsing, as Redis does
             i += 2
         else:
-            raise CommandError(f"ERR Syntax error in HELLO option '{argv[i].decode(errors='replace')}'")
+            option = argv[i].decode(errors="replace")
+            raise CommandError(f"ERR Syntax error in HELLO option '{option}'")
     if credentials is not None:
         if not check_password(client, *credentials):
             raise CommandError(WRONGPASS)
         client.authenticated = True
+        client.user = "default"
     if not client.authenticated:
-        raise CommandError(
-            "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
-            "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and "
-            "select the RESP protocol version at the same time")
+        raise CommandError(_HELLO_NOAUTH)
     if setname is not None:
-        from server.commands.client_cmds import validate_name
-
-        validate_name(setname, "Client names")
         client.name = setname
     if protover:
         client.protocol = protover
     return {
-        "server": "redis",
-        "version": VERSION,
-        "proto": client.protocol,
-        "id": client.id,
-        "mode": "standalone",
-        "role": "master",
-        "modules": [],
+        b"server": b"redis",
+        b"version": VERSION.encode(),
+        b"proto": client.protocol,
+        b"id": client.id,
+        b"mode": b"standalone",
+        b"role": b"master",
+        b"modules": [],
     }
 
 

@@ -7,5 +7,5 @@ from protocol.encoder import SimpleString
 
 def help_reply(container: str, lines: list[str]) -> list[SimpleString]:
     head = f"{container} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
-    tail = ["HELP", "    Print this help."]
+    tail = ["HELP", "    Prints this help."]
     return [SimpleString(line) for line in [head, *lines, *tail]]

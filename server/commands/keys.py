@@ -8,6 +8,7 @@ from server.dispatch import command, container
 from server.errors import DB_INDEX_OUT_OF_RANGE, NO_SUCH_KEY, SYNTAX, CommandError
 from server.parsing import INT64_MAX, INT64_MIN, eq, parse_int
 from storage.keyspace import Database, type_name
+from storage.keyspace import object_encoding as encoding_of
 
 _KS = "@keyspace"
 _NO_SUCH = -2
@@ -70,7 +71,8 @@ def keys_(client: Client, argv: list[bytes]) -> object:
          tips="nondeterministic_output nondeterministic_output_order")
 def scan(client: Client, argv: list[bytes]) -> object:
     raw = argv[1]
-    if not raw.isdigit() or len(raw) > 20 or int(raw) >= 2**64:
+    # string2ull: plain digits, at most 2**64 - 1 (an empty or negative cursor is refused).
+    if not raw.isdigit() or len(raw) > 20 or int(raw) > 2**64 - 1:
         raise CommandError("ERR invalid cursor")
     cursor = int(raw)
     count, pattern, type_filter = 10, None, None
@@ -116,9 +118,8 @@ def _rename(client: Client, argv: list[bytes], nx: bool) -> object:
         raise CommandError(NO_SUCH_KEY)
     if src == dst:
         return 0 if nx else OK
-    if db.get(dst) is not None:
-        if nx:
-            return 0
+    if nx and db.get(dst) is not None:
+        return 0
     expire = db.get_expire(src)
     db.delete(src)
     db.set(dst, value)
@@ -280,12 +281,32 @@ def _flush_mode(argv: list[bytes]) -> None:
         raise CommandError(SYNTAX)
 
 
-def flush_db(client: Client, db: Database) -> None:
+def touch_watched_in_db(client: Client, db: Database, replaced_with: Database | None) -> None:
+    """touchAllWatchedKeysInDb: before db is emptied (or swapped with replaced_with), WATCHes
+    on its keys that exist there (or will exist after the swap) become dirty."""
     server = client.server
-    for key in list(db.data):
-        server.blocking.signal_key_as_ready(db.id, key)
+    if not server.watched_keys:
+        return
+    for (db_id, key), watchers in server.watched_keys.items():
+        if db_id != db.id:
+            continue
+        if key in db.data or (replaced_with is not None and key in replaced_with.data):
+            for watcher in watchers:
+                watcher.cas_dirty = True
+
+
+def _signal_blocked_keys(client: Client, db: Database) -> None:
+    """Clients blocked on keys of db re-run their command (the data under them changed)."""
+    blocking = client.server.blocking
+    for db_id, key in list(blocking.blocking_keys):
+        if db_id == db.id:
+            blocking.signal_key_as_ready(db_id, key)
+
+
+def flush_db(client: Client, db: Database) -> None:
+    touch_watched_in_db(client, db, None)
     db.clear()
-    server.touch_all_watched(db)
+    _signal_blocked_keys(client, db)
 
 
 @command("flushdb", -1, "write", categories=f"{_KS} @write @slow @dangerous",
@@ -325,14 +346,12 @@ def swapdb(client: Client, argv: list[bytes]) -> object:
     server = client.server
     a, b = server.dbs[first], server.dbs[second]
     if a is not b:
+        touch_watched_in_db(client, a, b)
+        touch_watched_in_db(client, b, a)
         # Swap contents, not Database objects: clients stay on their numbered database.
-        a.data, b.data = b.data, a.data
-        a.expires, b.expires = b.expires, a.expires
-        server.touch_all_watched(a)
-        server.touch_all_watched(b)
-        for db in (a, b):
-            for key in list(db.data):
-                server.blocking.signal_key_as_ready(db.id, key)
+        a.swap_contents(b)
+        _signal_blocked_keys(client, a)
+        _signal_blocked_keys(client, b)
     server.propagate(client.db, [b"SWAPDB", argv[1], argv[2]])
     return OK
 
@@ -365,28 +384,13 @@ container("object", -2, summary="A container for object introspection commands."
           since="2.2.3")
 
 
-def object_encoding_of(value: object) -> str:
-    encoding = getattr(value, "ENCODING", None)
-    if encoding is not None:
-        return encoding
-    data = getattr(value, "data", b"")
-    if isinstance(data, bytes):
-        try:
-            if len(data) <= 20 and str(int(data)).encode() == data:
-                return "int"
-        except ValueError:
-            pass
-        return "embstr" if len(data) <= 44 else "raw"
-    return "raw"
-
-
 @command("object|encoding", 3, "readonly", keys=(2, 2, 1), categories=f"{_KS} @read @slow",
          since="2.2.3")
 def object_encoding(client: Client, argv: list[bytes]) -> object:
     value = client.db.get(argv[2])
     if value is None:
         return None
-    return object_encoding_of(value).encode()
+    return encoding_of(value).encode()
 
 
 @command("object|refcount", 3, "readonly", keys=(2, 2, 1), categories=f"{_KS} @read @slow",
@@ -403,6 +407,7 @@ def object_help(client: Client, argv: list[bytes]) -> object:
         "ENCODING <key>",
         "    Return the kind of internal representation used in order to store the value",
         "    associated with a <key>.",
-        "REFCOUNT <key>", "    Return the number of references of the value associated with the specified",
+        "REFCOUNT <key>",
+        "    Return the number of references of the value associated with the specified",
         "    <key>.",
     ])

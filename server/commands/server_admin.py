@@ -1,18 +1,21 @@
-"""Server commands: INFO, CONFIG, TIME, DEBUG, SHUTDOWN, SLOWLOG, ACL WHOAMI, MEMORY, MONITOR."""
+"""Server commands: INFO, CONFIG, TIME, DEBUG, SHUTDOWN, SLOWLOG, ACL WHOAMI, MEMORY.
+MONITOR lives in server.commands.monitor, COMMAND in server.commands.command_cmd."""
 
 from __future__ import annotations
 
+import math
+import re
 import time
 
-from protocol.encoder import OK, SimpleString, Verbatim
+from protocol.encoder import OK, Verbatim
 from server.client import Client
-from server.commands import command_cmd  # noqa: F401 - registers COMMAND
+from server.commands import command_cmd, monitor  # noqa: F401 - register COMMAND, MONITOR
 from server.commands.help import help_reply
 from server.config import ConfigError
 from server.dispatch import command, container
 from server.errors import SYNTAX, CommandError
 from server.info import render_info
-from server.parsing import eq, parse_float, parse_int
+from server.parsing import eq, parse_int
 
 _ADMIN = "@admin @slow @dangerous"
 
@@ -38,32 +41,45 @@ container("config", -2, summary="A container for server configuration commands."
 
 
 @command("config|get", -3, "admin noscript loading stale", categories=_ADMIN, since="2.0.0",
-         group="server")
+         group="server", summary="Returns the effective values of configuration parameters.")
 def config_get(client: Client, argv: list[bytes]) -> object:
     config = client.server.config
     result: dict[bytes, bytes] = {}
     for pattern in argv[2:]:
-        for name in config.matching(pattern.decode(errors="replace")):
-            result[name.encode()] = config.render(name).encode()
+        text = pattern.decode(errors="replace")
+        if not any(c in text for c in "*?["):
+            # A plain name is looked up directly and answered under the name as given.
+            spec = config.spec(text)
+            if spec is not None and pattern not in result:
+                result[pattern] = config.render(spec.name).encode()
+            continue
+        for name in config.matching(text):
+            result.setdefault(name.encode(), config.render(name).encode())
     return result
 
 
+def _config_set_error(name: str, reason: object) -> CommandError:
+    return CommandError(f"ERR CONFIG SET failed (possibly related to argument '{name}') - "
+                        f"{reason}")
+
+
 @command("config|set", -4, "admin noscript loading stale", categories=_ADMIN, since="2.0.0",
-         group="server")
+         group="server", summary="Sets configuration parameters in-flight.")
 def config_set(client: Client, argv: list[bytes]) -> object:
     if len(argv) % 2:
-        raise CommandError("ERR wrong number of arguments for 'config|set' command")
+        raise CommandError(SYNTAX)
     config = client.server.config
     pairs = [(argv[i].decode(errors="replace"), argv[i + 1].decode(errors="replace"))
              for i in range(2, len(argv), 2)]
-    names = [name.lower() for name, _ in pairs]
-    if len(set(names)) != len(names):
-        raise CommandError(f"ERR CONFIG SET failed (possibly related to argument '{names[0]}')"
-                           " - duplicate parameter")
+    seen: set[str] = set()
     for name, _ in pairs:
-        if config.spec(name) is None:
+        spec = config.spec(name)
+        if spec is None:
             raise CommandError(
                 f"ERR Unknown option or number of arguments for CONFIG SET - '{name}'")
+        if spec.name in seen:
+            raise _config_set_error(name, "duplicate parameter")
+        seen.add(spec.name)
     # All or nothing: validate every value first, then apply.
     for name, value in pairs:
         spec = config.spec(name)
@@ -73,14 +89,12 @@ def config_set(client: Client, argv: list[bytes]) -> object:
                 raise ConfigError("can't set immutable config")
             spec.parse(value)
         except ConfigError as exc:
-            raise CommandError(f"ERR CONFIG SET failed (possibly related to argument "
-                               f"'{name}') - {exc}") from None
+            raise _config_set_error(name, exc) from None
     for name, value in pairs:
         try:
             config.set_from_text(name, value, at_runtime=True)
         except (ConfigError, OSError) as exc:
-            raise CommandError(f"ERR CONFIG SET failed (possibly related to argument "
-                               f"'{name}') - {exc}") from None
+            raise _config_set_error(name, exc) from None
     return OK
 
 
@@ -97,7 +111,8 @@ def config_resetstat(client: Client, argv: list[bytes]) -> object:
     return OK
 
 
-@command("config|help", 2, "loading stale", categories="@slow", since="5.0.0", group="server")
+@command("config|help", 2, "loading stale", categories="@slow", since="5.0.0", group="server",
+         summary="Returns helpful text about the different subcommands.")
 def config_help(client: Client, argv: list[bytes]) -> object:
     return help_reply("CONFIG", [
         "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
@@ -107,6 +122,19 @@ def config_help(client: Client, argv: list[bytes]) -> object:
 
 
 # -- DEBUG -----------------------------------------------------------------------------------
+_DEBUG_NOT_ALLOWED = (
+    "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", "
+    "you can run it from a local connection, otherwise you need to set this option in the "
+    "configuration file, and then restart the server.")
+_STRTOD = re.compile(rb"\s*[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)")
+
+
+def _strtod(arg: bytes) -> float:
+    """C's strtod as DEBUG SLEEP uses it: the longest numeric prefix, 0 when there is none."""
+    found = _STRTOD.match(arg)
+    return float(found.group()) if found else 0.0
+
+
 def _debug_allowed(client: Client) -> bool:
     mode = client.server.config["enable-debug-command"]
     if mode == "yes":
@@ -114,32 +142,42 @@ def _debug_allowed(client: Client) -> bool:
     return mode == "local" and client.addr.startswith(("127.", "[::1]", "[::ffff:127."))
 
 
+def _debug_syntax(argv: list[bytes]) -> CommandError:
+    return CommandError(f"ERR unknown subcommand or wrong number of arguments for "
+                        f"'{argv[1].decode(errors='replace')}'. Try DEBUG HELP.")
+
+
 @command("debug", -2, "admin noscript loading stale protected", categories=_ADMIN,
          summary="A container for debugging commands.", group="server")
 def debug(client: Client, argv: list[bytes]) -> object:
     if not _debug_allowed(client):
-        raise CommandError(
-            "ERR DEBUG command not allowed. If the enable-debug-command option is set to "
-            "\"local\", you can run it from a local connection, otherwise you need to set this "
-            "option in the configuration file, and then restart the server.")
+        raise CommandError(_DEBUG_NOT_ALLOWED)
     sub = argv[1].lower()
     if sub == b"sleep" and len(argv) == 3:
-        seconds = parse_float(argv[2])
-        time.sleep(max(0.0, seconds))  # blocks the whole server, exactly as Redis does
+        seconds = _strtod(argv[2])
+        if seconds > 0 and math.isfinite(seconds):
+            time.sleep(seconds)  # blocks the whole server, exactly as Redis does
         return OK
     if sub == b"set-active-expire" and len(argv) == 3:
+        enabled = _strtod(argv[2]) != 0
+        for db in client.server.dbs:
+            db.active_expire_enabled = enabled
         return OK
-    if sub == b"reload" or sub == b"jmap":
-        handler = client.server.debug_handlers.get(sub.decode())
-        if handler is not None:
-            return handler(client, argv)
-    if sub == b"help":
+    handler = client.server.debug_handlers.get(sub.decode(errors="replace"))
+    if handler is not None:  # DEBUG RELOAD & co, registered by persistence
+        return handler(client, argv)
+    if sub == b"help" and len(argv) == 2:
         return help_reply("DEBUG", [
-            "SLEEP <seconds>", "    Stop the server for <seconds>. Decimals allowed.",
-            "RELOAD", "    Save the dataset to disk, flush it and load it back.",
+            "RELOAD",
+            "    Save the dataset to disk, flush it and load it back.",
+            "SET-ACTIVE-EXPIRE <0|1>",
+            "    Setting it to 0 disables expiring keys in background when they are not",
+            "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
+            "    default.",
+            "SLEEP <seconds>",
+            "    Stop the server for <seconds>. Decimals allowed.",
         ])
-    raise CommandError(f"ERR unknown subcommand or wrong number of arguments for "
-                       f"'{argv[1].decode(errors='replace')}'. Try DEBUG HELP.")
+    raise _debug_syntax(argv)
 
 
 # -- SHUTDOWN --------------------------------------------------------------------------------
@@ -177,22 +215,27 @@ container("slowlog", -2, summary="A container for slow log commands.", since="2.
 
 
 @command("slowlog|get", -2, "admin loading stale", categories=_ADMIN, since="2.2.12",
-         group="server")
+         group="server", summary="Returns the slow log's entries.",
+         tips="request_policy:all_nodes nondeterministic_output")
 def slowlog_get(client: Client, argv: list[bytes]) -> object:
     count = 10
     if len(argv) == 3:
         try:
             count = parse_int(argv[2])
         except CommandError:
-            raise CommandError("ERR count should be greater than or equal to -1") from None
+            raise CommandError(_SLOWLOG_COUNT) from None
         if count < -1:
-            raise CommandError("ERR count should be greater than or equal to -1")
+            raise CommandError(_SLOWLOG_COUNT)
     elif len(argv) > 3:
-        raise CommandError("ERR wrong number of arguments for 'slowlog|get' command")
+        raise CommandError("ERR unknown subcommand or wrong number of arguments for "
+                           f"'{argv[1].decode(errors='replace')}'. Try SLOWLOG HELP.")
     entries = list(client.server.slowlog)
     if count >= 0:
         entries = entries[:count]
     return [[e.id, e.time, e.duration, list(e.argv), e.addr, e.name] for e in entries]
+
+
+_SLOWLOG_COUNT = "ERR count should be greater than or equal to -1"
 
 
 @command("slowlog|len", 2, "admin loading stale", categories=_ADMIN, since="2.2.12",
@@ -262,41 +305,3 @@ def memory_usage(client: Client, argv: list[bytes]) -> object:
     if usage is not None:
         return key_overhead + usage()
     return key_overhead + len(getattr(value, "data", b""))
-
-
-# -- MONITOR ---------------------------------------------------------------------------------
-@command("monitor", 1, "admin noscript loading stale", categories=_ADMIN,
-         summary="Listens for all requests received by the server in real-time.", group="server")
-def monitor(client: Client, argv: list[bytes]) -> object:
-    if client.multi is not None or client.in_exec:
-        raise CommandError("ERR MONITOR isn't allowed for DENY BLOCKING client")
-    if not client.monitor:
-        client.monitor = True
-        client.server.monitors.append(client)
-    return OK
-
-
-def format_monitor_line(client: Client, argv: list[bytes]) -> SimpleString:
-    """`+1700000000.123456 [0 127.0.0.1:5555] "cmd" "arg"` with Redis's escaping."""
-    now = time.time()
-    args = " ".join('"' + _repr_arg(a) + '"' for a in argv)
-    return SimpleString(f"{now:.6f} [{client.db.id} {client.addr}] {args}")
-
-
-def _repr_arg(arg: bytes) -> str:
-    out = []
-    for b in arg:
-        ch = chr(b)
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif 32 <= b < 127:
-            out.append(ch)
-        else:
-            out.append(f"\\x{b:02x}")
-    return "".join(out)

@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 from protocol.encoder import NULL_ARRAY, OK, ErrorReply
+from server.blocking import BlockRequest
 from server.client import Client
 from server.dispatch import call, command, lookup
 from server.errors import CommandError
 
 _CAT = "@fast @transaction"
+_EXECABORT = "EXECABORT Transaction discarded because of previous errors."
+
+
+def _expire_watched(client: Client) -> None:
+    """Expiring a key signals it as modified, which marks its watchers dirty."""
+    dbs = client.server.dbs
+    for db_id, key in list(client.watched):
+        db = dbs[db_id]
+        if db.expires:
+            db.expire_if_needed(key)
 
 
 @command("multi", 1, "noscript loading stale fast allow-busy", categories=_CAT,
@@ -38,16 +49,18 @@ def exec_(client: Client, argv: list[bytes]) -> object:
         raise CommandError("ERR EXEC without MULTI")
     queued = client.multi
     aborted = client.multi_error
+    _expire_watched(client)  # a watched key whose time ran out since WATCH aborts too
     dirty = client.cas_dirty
     client.multi = None
     client.multi_error = False
     server = client.server
     server.unwatch_all(client)
     if aborted:
-        return ErrorReply("EXECABORT Transaction discarded because of previous errors.")
+        server.stats.error_reply(_EXECABORT)
+        return ErrorReply(_EXECABORT)
     if dirty:
         return NULL_ARRAY
-    replies = []
+    replies: list[object] = []
     client.in_exec = True
     hooks = server.propagate_hooks
     try:
@@ -60,8 +73,6 @@ def exec_(client: Client, argv: list[bytes]) -> object:
                 replies.append(ErrorReply(exc.message))
                 continue
             reply = call(client, spec, queued_argv)
-            from server.blocking import BlockRequest
-
             if type(reply) is BlockRequest:  # BLOCK inside MULTI acts as a non-blocking read
                 reply = reply.timeout_reply
             replies.append(reply)
@@ -79,14 +90,17 @@ def watch(client: Client, argv: list[bytes]) -> object:
     if client.multi is not None:
         raise CommandError("ERR WATCH inside MULTI is not allowed")
     server = client.server
-    db_id = client.db.id
+    db = client.db
     for key in argv[1:]:
-        ref = (db_id, key)
+        ref = (db.id, key)
         if ref in client.watched:
             continue
+        # A key already past its time is gone for WATCH's purpose: delete it now, so that
+        # its (earlier) expiry does not count as a change made after the WATCH.
+        if db.expires:
+            db.expire_if_needed(key)
         client.watched.append(ref)
         server.watched_keys.setdefault(ref, set()).add(client)
-        # A key that is logically expired at WATCH time counts as changed if it expires later.
     return OK
 
 
