@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import time
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,14 @@ if TYPE_CHECKING:
 _USE_HIREDIS = os.environ.get("XSTREAMD_PURE_PYTHON_READER", "") in ("", "0")
 
 _LOOPBACK_PREFIXES = ("127.", "::1", "::ffff:127.")
+# Names a bind address may use for the loopback interface.
+_LOOPBACK_BINDS = ("localhost", "::1", "::ffff:127.")
+
+# Output a client may leave unread while it still has to authenticate (Redis closes such a
+# client once more than 1 KiB waits beyond its 16 KiB static reply buffer; CVE-2025-21605).
+UNAUTH_OUTPUT_LIMIT = 16384 + 1024
+
+MAX_CLIENTS_TEXT = "ERR max number of clients reached"
 
 PROTECTED_MODE_TEXT = (
     "DENIED Redis is running in protected mode because protected mode is enabled and no password "
@@ -33,6 +42,16 @@ PROTECTED_MODE_TEXT = (
     "authentication password for the default user. NOTE: You only need to do one of the above "
     "things in order for the server to start accepting connections from the outside."
 )
+
+
+def is_loopback_host(host: str) -> bool:
+    return host.startswith(_LOOPBACK_PREFIXES) or host == "localhost"
+
+
+def binds_loopback_only(bind: list[str]) -> bool:
+    """True when every bind address is a loopback one: no outside peer can connect then, so
+    protected mode has nothing to check (Redis 7's reasoning)."""
+    return all(is_loopback_host(address.lstrip("-")) for address in bind)
 
 
 def _format_addr(peer: object) -> str:
@@ -55,26 +74,30 @@ class Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         server = self.server
+        config = server.config
         peer = transport.get_extra_info("peername")
+        # Admission as in Redis's acceptCommonHandler / clientAcceptHandler: a refused
+        # connection gets one error line and never becomes a client.
+        refusal = None
+        if len(server.clients) >= config["maxclients"]:
+            refusal = MAX_CLIENTS_TEXT
+        elif (config["protected-mode"] and not config["requirepass"]
+              and not binds_loopback_only(config["bind"])):
+            host = str(peer[0]) if isinstance(peer, tuple) else ""
+            if not is_loopback_host(host):
+                refusal = PROTECTED_MODE_TEXT
+        if refusal is not None:
+            server.stats.rejected_connections += 1
+            transport.write(b"-" + refusal.encode() + b"\r\n")  # type: ignore[attr-defined]
+            transport.close()
+            return
         sock = transport.get_extra_info("sockname")
         client = server.new_client(self, _format_addr(peer), _format_addr(sock))
         self.client = client
-        if len(server.clients) > server.config["maxclients"]:
-            server.stats.rejected_connections += 1
-            self._refuse("ERR max number of clients reached")
-            return
-        host = str(peer[0]) if isinstance(peer, tuple) else ""
-        if (server.config["protected-mode"] and not server.config["requirepass"]
-                and not host.startswith(_LOOPBACK_PREFIXES)):
-            server.stats.rejected_connections += 1
-            self._refuse(PROTECTED_MODE_TEXT)
-
-    def _refuse(self, text: str) -> None:
-        assert self.transport is not None and self.client is not None
-        self.transport.write(b"-" + text.encode() + b"\r\n")
-        self.client.closed = True
-        self.server.remove_client(self.client)
-        self.transport.close()
+        self.reader.unauthenticated = not client.authenticated
+        _set_keepalive(transport, config["tcp-keepalive"])
+        if server.log.level <= 1:  # verbose
+            server.log.verbose(f"Accepted {client.addr}")
 
     def data_received(self, data: bytes) -> None:
         client = self.client
@@ -91,6 +114,9 @@ class Connection(asyncio.Protocol):
                 server.run_commands(client, commands)
                 if client.close_after_reply:
                     return
+                # AUTH lifts the unauthenticated limits for the next command, RESET may
+                # bring them back (an unauthenticated reader hands out one command a call).
+                reader.unauthenticated = not client.authenticated
                 # The reader hands out the commands before a bad frame first and raises on
                 # the next call, so ask again until it has nothing complete left.
                 commands = reader.get_commands()
@@ -116,8 +142,12 @@ class Connection(asyncio.Protocol):
         self.server.schedule_before_sleep()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self.client is not None:
-            self.server.remove_client(self.client)
+        client = self.client
+        if client is not None:
+            if not client.closed and self.server.log.level <= 1:
+                self.server.log.verbose(f"Client closed connection id={client.id} "
+                                        f"addr={client.addr}")
+            self.server.remove_client(client)
 
     # -- ClientSink ---------------------------------------------------------------------------
     def write(self, data: bytearray) -> None:
@@ -125,6 +155,11 @@ class Connection(asyncio.Protocol):
         if transport is None or transport.is_closing():
             return
         transport.write(data)
+        client = self.client
+        if client is not None and not client.authenticated:
+            if transport.get_write_buffer_size() > UNAUTH_OUTPUT_LIMIT:
+                self._over_output_limit(client)
+            return
         limits = self.server.config["client-output-buffer-limit"].get("normal")
         if limits and (limits[0] or limits[1]):
             self._check_output_limit(transport.get_write_buffer_size(), limits)
@@ -142,11 +177,14 @@ class Connection(asyncio.Protocol):
         elif soft:
             client.obl_soft_since = 0.0
         if over:
-            self.server.log.warning(
-                f"Client id={client.id} addr={client.addr} scheduled to be closed ASAP for "
-                f"overcoming of output buffer limits.")
-            self.server.stats.client_output_buffer_limit_disconnections += 1
-            self.close_client(abort=True)
+            self._over_output_limit(client)
+
+    def _over_output_limit(self, client: Client) -> None:
+        self.server.log.warning(
+            f"Client id={client.id} addr={client.addr} scheduled to be closed ASAP for "
+            f"overcoming of output buffer limits.")
+        self.server.stats.client_output_buffer_limit_disconnections += 1
+        self.close_client(abort=True)
 
     def close_client(self, abort: bool = False) -> None:
         if self.client is not None:
@@ -167,6 +205,23 @@ class Connection(asyncio.Protocol):
 
     def output_size(self) -> int:
         return self.transport.get_write_buffer_size() if self.transport else 0
+
+
+def _set_keepalive(transport: asyncio.BaseTransport, interval: int) -> None:
+    """tcp-keepalive: probe an idle peer after `interval` seconds, as anetKeepAlive does."""
+    if not interval:
+        return
+    sock = transport.get_extra_info("socket")
+    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        if hasattr(socket, "TCP_KEEPIDLE"):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, interval)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, max(1, interval // 3))
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)
+    except OSError:
+        pass
 
 
 def _error(text: str) -> object:
