@@ -1,14 +1,14 @@
-"""COMMAND: the command table as clients and redis-cli read it (COUNT, INFO, DOCS, LIST, GETKEYS)."""
+"""COMMAND: the command table as clients and redis-cli read it (COUNT, INFO, DOCS, LIST,
+GETKEYS)."""
 
 from __future__ import annotations
 
-import fnmatch
-
-from protocol.encoder import SimpleString
+from protocol.encoder import SetReply, SimpleString
 from server.client import Client
-from server.dispatch import COMMANDS, CommandSpec, command, container, lookup
+from server.dispatch import COMMANDS, CommandSpec, command, container
 from server.errors import SYNTAX, CommandError
 from server.parsing import eq
+from storage.glob import compile_glob
 
 _CAT = "@slow @connection"
 
@@ -17,46 +17,59 @@ def _all_specs() -> list[CommandSpec]:
     return list(COMMANDS.values())
 
 
-def _key_specs(spec: CommandSpec) -> list[dict[str, object]]:
-    access = ["RW", "UPDATE"] if spec.is_write else ["RO", "ACCESS"]
+# Commands whose keys are not simply read or updated.
+_KEY_FLAGS = {"del": ["RM", "delete"], "unlink": ["RM", "delete"]}
+
+
+def _key_specs(spec: CommandSpec) -> SetReply:
+    # Key spec flags: the access type in capitals, the rest in lowercase, as Redis names them.
+    access = _KEY_FLAGS.get(spec.fullname) or (
+        ["RW", "update"] if spec.is_write else ["RO", "access"])
     if spec.key_keyword:
-        return [{
-            "flags": [SimpleString(f) for f in access],
-            "begin_search": {"type": "keyword",
-                             "spec": {"keyword": spec.key_keyword, "startfrom": 1}},
-            "find_keys": {"type": "range", "spec": {"lastkey": -1, "keystep": 1, "limit": 2}},
-        }]
+        return SetReply([{
+            b"flags": SetReply([SimpleString(f) for f in access]),
+            b"begin_search": {b"type": b"keyword",
+                              b"spec": {b"keyword": spec.key_keyword.encode(), b"startfrom": 1}},
+            b"find_keys": {b"type": b"range",
+                           b"spec": {b"lastkey": -1, b"keystep": 1, b"limit": 2}},
+        }])
     if not spec.first_key:
-        return []
+        return SetReply()
     last = spec.last_key - spec.first_key if spec.last_key >= 0 else spec.last_key
-    return [{
-        "flags": [SimpleString(f) for f in access],
-        "begin_search": {"type": "index", "spec": {"index": spec.first_key}},
-        "find_keys": {"type": "range",
-                      "spec": {"lastkey": last, "keystep": spec.step, "limit": 0}},
-    }]
+    return SetReply([{
+        b"flags": SetReply([SimpleString(f) for f in access]),
+        b"begin_search": {b"type": b"index", b"spec": {b"index": spec.first_key}},
+        b"find_keys": {b"type": b"range",
+                       b"spec": {b"lastkey": last, b"keystep": spec.step, b"limit": 0}},
+    }])
 
 
 def command_info(spec: CommandSpec) -> list[object]:
+    """One COMMAND INFO entry: flags, categories, tips and key specs are sets in RESP3."""
     flags = list(spec.flags)
     if spec.key_keyword and "movablekeys" not in flags:
         flags.append("movablekeys")
     return [
-        spec.fullname.encode(), spec.arity, [SimpleString(f) for f in flags],
+        spec.fullname.encode(), spec.arity, SetReply([SimpleString(f) for f in flags]),
         spec.first_key, spec.last_key, spec.step,
-        [SimpleString(c) for c in spec.categories], [t.encode() for t in spec.tips],
-        _key_specs(spec), [command_info(sub) for sub in spec.subcommands.values()],
+        SetReply([SimpleString(c) for c in spec.categories]),
+        SetReply([t.encode() for t in spec.tips]),
+        _key_specs(spec),
+        # Redis answers an empty set, not an empty array, when there are no subcommands.
+        [command_info(sub) for sub in spec.subcommands.values()] if spec.subcommands
+        else SetReply(),
     ]
 
 
-def command_docs(spec: CommandSpec) -> dict[str, object]:
-    doc: dict[str, object] = {
-        "summary": spec.summary or f"The {spec.fullname.upper()} command.",
-        "since": spec.since,
-        "group": spec.group,
+def command_docs(spec: CommandSpec) -> dict[bytes, object]:
+    doc: dict[bytes, object] = {
+        b"summary": (spec.summary or f"The {spec.fullname.upper()} command.").encode(),
+        b"since": spec.since.encode(),
+        b"group": spec.group.encode(),
     }
     if spec.subcommands:
-        doc["subcommands"] = {sub.fullname: command_docs(sub) for sub in spec.subcommands.values()}
+        doc[b"subcommands"] = {sub.fullname.encode(): command_docs(sub)
+                               for sub in spec.subcommands.values()}
     return doc
 
 
@@ -116,25 +129,31 @@ def command_list(client: Client, argv: list[bytes]) -> object:
         return [s.fullname.encode() for s in names]
     if len(argv) != 5 or not eq(argv[2], b"filterby"):
         raise CommandError(SYNTAX)
-    kind, value = argv[3].lower(), argv[4].decode(errors="replace")
+    kind, value = argv[3].lower(), argv[4]
     if kind == b"module":
         return []
     if kind == b"aclcat":
-        return [s.fullname.encode() for s in names if f"@{value.lower()}" in s.categories]
+        category = "@" + value.decode(errors="replace").lower()
+        return [s.fullname.encode() for s in names if category in s.categories]
     if kind == b"pattern":
-        return [s.fullname.encode() for s in names
-                if fnmatch.fnmatchcase(s.fullname, value.lower())]
+        match = compile_glob(value.lower())
+        return [s.fullname.encode() for s in names if match(s.fullname.encode())]
     raise CommandError(SYNTAX)
 
 
-@command("command|getkeys", -3, "loading stale", categories=_CAT, since="2.8.13",
-         group="server")
+@command("command|getkeys", -4, "loading stale", categories=_CAT, since="2.8.13",
+         group="server", summary="Extracts the key names from an arbitrary command.")
 def command_getkeys(client: Client, argv: list[bytes]) -> object:
     target = argv[2:]
-    try:
-        spec = lookup(target)
-    except CommandError:
-        raise CommandError("ERR Invalid command specified") from None
+    spec = _find(target[0])
+    if spec is not None and spec.subcommands and len(target) > 1:
+        spec = spec.subcommands.get(target[1].lower())
+    if spec is None:
+        raise CommandError("ERR Invalid command specified")
+    if not spec.first_key and not spec.key_keyword:
+        raise CommandError("ERR The command has no key arguments")
+    if not spec.arity_ok(len(target)):
+        raise CommandError("ERR Invalid number of arguments specified for command")
     keys = keys_of(spec, target)
     if not keys:
         raise CommandError("ERR The command has no key arguments")

@@ -115,7 +115,7 @@ def hello(client: Client, argv: list[bytes]) -> object:
     }
 
 
-@command("select", 2, "loading stale fast", categories="@keyspace @fast @connection",
+@command("select", 2, "loading stale fast", categories="@fast @connection",
          summary="Changes the selected database.")
 def select(client: Client, argv: list[bytes]) -> object:
     index = parse_int(argv[1])

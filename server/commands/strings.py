@@ -45,7 +45,8 @@ def set_(client: Client, argv: list[bytes]) -> object:
             want_old = True
         elif opt == b"keepttl" and expiry is None:
             keep_ttl = True
-        elif opt in _EXPIRY_UNITS and expiry is None and not keep_ttl and i + 1 < len(argv):
+        elif (opt in _EXPIRY_UNITS and (expiry is None or expiry[0] == opt) and not keep_ttl
+              and i + 1 < len(argv)):  # the same option twice is allowed: the last one wins
             expiry = (opt, argv[i + 1])
             i += 1
         else:
