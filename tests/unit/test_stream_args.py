@@ -105,7 +105,7 @@ def test_del_args_errors(tail: tuple[str, ...], message: str) -> None:
     assert err(sa.parse_del_args, b("XDELEX", "s", *tail), 2) == message
 
 
-# -- integers and IDs --------------------------------------------------------------------------------
+# -- integers and IDs------------------------------------------------------------------------------
 def test_block_timeout() -> None:
     assert sa.parse_block_timeout(b"0", 1000) == 0
     assert sa.parse_block_timeout(b"1500", 1000) == 1500
@@ -143,7 +143,7 @@ def test_policy_of() -> None:
     assert sa.policy_of(b"delrefs") is None
 
 
-# -- reference hooks -----------------------------------------------------------------------------------
+# -- reference hooks-------------------------------------------------------------------------------
 class FakeHooks:
     def __init__(self, referenced: set[tuple[int, int]]) -> None:
         self.referenced = referenced
@@ -206,7 +206,7 @@ def test_trim_effect_args() -> None:
     assert sa.trim_effect_args(s, minid) == [b"MINID", b"=", b"201-0"]
 
 
-# -- the effects the commands propagate ----------------------------------------------------------------
+# -- the effects the commands propagate------------------------------------------------------------
 @pytest.fixture
 def local() -> Iterator[tuple[Client, list[list[bytes]]]]:
     server = Server(Config())
