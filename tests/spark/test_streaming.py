@@ -11,64 +11,18 @@ from typing import Any
 import pytest
 import redis
 
-from tests.spark.util import add_entries, stream_values, wait_for
+from tests.spark.util import (
+    add_entries,
+    copied,
+    forget_commit,
+    input_rows,
+    run_available_now,
+    start_copy,
+    stream_values,
+    wait_for,
+)
 
 pytestmark = pytest.mark.spark
-
-
-def start_copy(
-    spark: Any,
-    conn: dict[str, str],
-    checkpoint: str,
-    source: dict[str, Any],
-    sink: dict[str, Any],
-    trigger: dict[str, Any] | None = None,
-) -> Any:
-    """Start ``xstream -> xstream``: the source's rows land in the sink stream, with the
-    source stream name and the entry's fields (IDs and timestamps are dropped)."""
-    df = (
-        spark.readStream.format("xstream")
-        .options(**conn)
-        .options(**{k: str(v) for k, v in source.items()})
-        .load()
-    )
-    writer = (
-        df.writeStream.format("xstream")
-        .options(**conn)
-        .option("dropColumns", "id,ts")
-        .options(**{k: str(v) for k, v in sink.items()})
-        .option("checkpointLocation", checkpoint)
-        .trigger(**(trigger or {"availableNow": True}))
-    )
-    return writer.start()
-
-
-def run_available_now(*args: Any, **kwargs: Any) -> Any:
-    query = start_copy(*args, **kwargs)
-    query.awaitTermination(180)
-    if query.exception() is not None:
-        raise AssertionError(str(query.exception()))
-    return query
-
-
-def copied(r: redis.Redis, key: str) -> Counter[tuple[str, str]]:
-    """(source stream, n) of every entry in the sink stream, with multiplicity."""
-    return Counter(
-        (f[b"stream"].decode(), f[b"n"].decode()) for _id, f in r.xrange(key)
-    )
-
-
-def forget_commit(checkpoint: str, batch_id: int) -> None:
-    """Delete a batch's entry in the commit log (and its checksum file)."""
-    commits = os.path.join(checkpoint, "commits")
-    os.remove(os.path.join(commits, str(batch_id)))
-    crc = os.path.join(commits, f".{batch_id}.crc")
-    if os.path.exists(crc):
-        os.remove(crc)
-
-
-def input_rows(query: Any) -> list[int]:
-    return [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
 
 
 def test_limit_split_across_streams_and_restart_from_checkpoint(
