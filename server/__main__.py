@@ -49,6 +49,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Can't chdir to '{config['dir']}': {exc.strerror}", file=sys.stderr)
         return 1
     server = Server(config)
+    from server.persistence.manager import attach
+
+    try:
+        attach(server)
+    except ValueError as exc:  # e.g. an appendfilename that is a path
+        print(f"*** FATAL CONFIG FILE ERROR ***\n{exc}", file=sys.stderr)
+        return 1
     try:
         if uvloop is not None:
             uvloop.run(server.serve())

@@ -4,6 +4,7 @@ from server.commands import (  # noqa: F401
     client_cmds,
     conn,
     keys,
+    persistence_cmds,
     server_admin,
     strings,
     transaction,

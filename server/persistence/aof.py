@@ -1,0 +1,265 @@
+"""Writing the append-only file: the in-memory buffer fed by Server.propagate, SELECT insertion,
+MULTI/EXEC wrapping, the write pass before replies go out, the fsync policies and write errors.
+
+Group commit: commands are buffered as they execute; the before-sleep pass writes the whole
+buffer with one write() and, with `appendfsync always`, one fdatasync(), before any client reply
+of that event-loop batch is written. With `everysec` a worker thread fdatasyncs at most once per
+second; with `no` the kernel decides.
+
+A failed write (ENOSPC, EIO...) keeps the unwritten bytes in the buffer, sets the error that
+turns write commands into MISCONF errors, and is retried every pass; the file is truncated back
+to its last complete command so a short write never leaves half a command in the middle.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable
+
+FsyncFn = Callable[[int], None]
+
+
+def _fsync_default(fd: int) -> None:
+    os.fdatasync(fd)
+
+
+def encode_command(argv: list[bytes]) -> bytes:
+    """One command as a RESP array of bulk strings, the way Redis writes the AOF."""
+    parts = [b"*%d\r\n" % len(argv)]
+    for arg in argv:
+        if type(arg) is not bytes:
+            arg = arg if isinstance(arg, (bytearray, memoryview)) else str(arg).encode()
+        parts.append(b"$%d\r\n%b\r\n" % (len(arg), arg))
+    return b"".join(parts)
+
+
+_MULTI = encode_command([b"MULTI"])
+_EXEC = encode_command([b"EXEC"])
+
+
+class FsyncWorker:
+    """One background thread for the everysec fsyncs."""
+
+    def __init__(self, fsync: FsyncFn) -> None:
+        self._fsync = fsync
+        self._jobs: queue.SimpleQueue[int] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self.pending = 0  # jobs queued and not finished (aof_pending_bio_fsync)
+        self.error: OSError | None = None  # last fsync failure, cleared by a success
+        self._lock = threading.Lock()
+
+    def _ensure(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._run, name="aof-fsync", daemon=True)
+            self._thread.start()
+
+    def fsync(self, fd: int) -> None:
+        with self._lock:
+            self.pending += 1
+        self._ensure()
+        self._jobs.put(fd)
+
+    def _run(self) -> None:
+        while True:
+            fd = self._jobs.get()
+            try:
+                self._fsync(fd)
+                self.error = None
+            except OSError as exc:
+                if exc.errno != errno.EBADF:
+                    self.error = exc
+            finally:
+                with self._lock:
+                    self.pending -= 1
+
+    def drain(self, timeout: float = 30.0) -> None:
+        """Wait until every queued job ran (shutdown, switching to `always`)."""
+        deadline = time.monotonic() + timeout
+        while self.pending and time.monotonic() < deadline:
+            time.sleep(0.001)
+
+
+class AofWriter:
+    """The open incremental file and its buffer. Not thread-safe: the event loop owns it; only
+    fdatasync calls run in the worker thread."""
+
+    def __init__(self, policy: str = "everysec", fsync: FsyncFn | None = None) -> None:
+        self.policy = policy
+        self.fsync_fn = fsync or _fsync_default
+        self.worker = FsyncWorker(self.fsync_fn)
+        self.fd = -1
+        self.path = ""
+        self.buf = bytearray()
+        self.selected_db = -1
+        self.file_size = 0  # bytes of complete commands in the current file
+        self.other_size = 0  # bytes in the base and older incr files (aof_current_size)
+        self.unsynced = False  # written since the last fsync
+        self.last_fsync = time.monotonic()
+        self.write_error: OSError | None = None
+        self.fsync_error: OSError | None = None  # an `always` fsync that failed
+        self.delayed_fsync = 0
+        # MULTI/EXEC: commands of a transaction are collected and written as one unit.
+        self._txn: list[tuple[int, bytes]] | None = None
+        self._txn_depth = 0
+        # Set by the owner: called when the buffer goes from empty to non-empty.
+        self.on_data: Callable[[], None] = lambda: None
+
+    # -- files --------------------------------------------------------------------------------
+    @property
+    def is_open(self) -> bool:
+        return self.fd >= 0
+
+    def open(self, path: str, other_size: int = 0, fd: int | None = None,
+             truncate: bool = False) -> None:
+        """Append to path (or the already open fd for it) from now on, creating it; the
+        previous file is fsynced and closed."""
+        if fd is None:
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | (os.O_TRUNC if truncate else 0)
+            fd = os.open(path, flags, 0o644)
+        self.retire()
+        self.fd = fd
+        self.path = path
+        self.file_size = os.fstat(fd).st_size
+        self.other_size = other_size
+        self.selected_db = -1
+
+    def retire(self) -> None:
+        """Fsync and close the current file synchronously (switching files, turning off)."""
+        if self.fd < 0:
+            return
+        fd, self.fd = self.fd, -1
+        self.worker.drain()  # no queued fsync may run on a closed (maybe reused) descriptor
+        try:
+            self.fsync_fn(fd)
+        except OSError:
+            pass
+        os.close(fd)
+        self.unsynced = False
+
+    @property
+    def current_size(self) -> int:
+        return self.other_size + self.file_size
+
+    # -- feeding ------------------------------------------------------------------------------
+    def feed(self, db: int, argv: list[bytes]) -> None:
+        data = encode_command(argv)
+        if self._txn is not None:
+            self._txn.append((db, data))
+            return
+        self._append(db, data)
+
+    def _append(self, db: int, data: bytes) -> None:
+        was_empty = not self.buf
+        if db != self.selected_db:
+            self.buf += encode_command([b"SELECT", str(db).encode()])
+            self.selected_db = db
+        self.buf += data
+        if was_empty:
+            self.on_data()
+
+    def begin_transaction(self) -> None:
+        self._txn_depth += 1
+        if self._txn_depth == 1:
+            self._txn = []
+
+    def end_transaction(self) -> None:
+        self._txn_depth = max(0, self._txn_depth - 1)
+        if self._txn_depth or self._txn is None:
+            return
+        commands, self._txn = self._txn, None
+        if len(commands) == 1:
+            self._append(*commands[0])
+        elif commands:
+            # SELECT goes before MULTI for the first command; any later SELECT is inside.
+            self._append(commands[0][0], _MULTI)
+            for db, data in commands:
+                self._append(db, data)
+            self._append(self.selected_db, _EXEC)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._txn_depth > 0
+
+    def reset_selected_db(self) -> None:
+        self.selected_db = -1
+
+    # -- writing ------------------------------------------------------------------------------
+    def flush(self, force_fsync: bool = False) -> bool:
+        """Write the buffer (and fsync it with `always` or force_fsync). True when everything
+        written so far is where the policy promises it is; False after an error."""
+        if self.fd < 0:
+            return True
+        if self.buf:
+            if not self._write_buffer():
+                return False
+            self.unsynced = True
+        if self.unsynced and (force_fsync or self.policy == "always"):
+            try:
+                self.fsync_fn(self.fd)
+            except OSError as exc:
+                self.fsync_error = exc
+                return False
+            self.fsync_error = None
+            self.unsynced = False
+            self.last_fsync = time.monotonic()
+        return True
+
+    def _write_buffer(self) -> bool:
+        buf = self.buf
+        done = 0
+        try:
+            while done < len(buf):
+                done += os.write(self.fd, memoryview(buf)[done:])
+        except OSError as exc:
+            if done:
+                done = self._undo_partial(done)
+            if done:
+                del buf[:done]
+            self.write_error = exc
+            return False
+        buf.clear()
+        self.file_size += done
+        if self.write_error is not None:
+            self.write_error = None
+        return True
+
+    def _undo_partial(self, done: int) -> int:
+        """After a short write, cut the file back to its last complete command (as Redis does);
+        when that fails too, keep what was written and drop it from the buffer instead."""
+        try:
+            os.ftruncate(self.fd, self.file_size)
+            return 0
+        except OSError:
+            self.file_size += done
+            return done
+
+    def background_fsync(self) -> None:
+        """everysec: called from the cron; an fsync at most once a second, in the worker."""
+        if self.policy != "everysec" or self.fd < 0:
+            return
+        if not self.unsynced and self.worker.error is None:  # a failed fsync is retried
+            return
+        now = time.monotonic()
+        if now - self.last_fsync < 1.0:
+            return
+        if self.worker.pending:
+            self.delayed_fsync += 1  # the previous one is still running: try again next tick
+            return
+        self.worker.fsync(self.fd)
+        self.unsynced = False
+        self.last_fsync = now
+
+    @property
+    def error(self) -> OSError | None:
+        """The error that makes write commands fail (MISCONF), or None."""
+        return self.write_error or self.fsync_error or self.worker.error
+
+    def shutdown(self) -> None:
+        """Write and fsync everything, stop using the file (SHUTDOWN, appendonly no)."""
+        self.flush(force_fsync=True)
+        self.worker.drain()
+        self.retire()

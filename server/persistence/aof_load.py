@@ -1,0 +1,194 @@
+"""Replaying the append-only files at start (and for DEBUG LOADAOF).
+
+Each command goes through the real dispatch with a fake client that gets no replies, so the AOF
+exercises exactly the code that live commands run. Parsing is strict RESP (arrays of bulk
+strings); lines starting with '#' are annotations and skipped, as Redis does.
+
+- A command cut short by the end of the *last* file (a crash in the middle of a write) is
+  dropped with a warning when aof-load-truncated is yes, and the file is truncated to its last
+  complete command so that appending continues cleanly; a MULTI without its EXEC at the end is
+  dropped the same way.
+- Anything else (bad framing, an unknown command, a short read in an earlier file) stops the
+  start with the file name and byte offset: never a silent partial load.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from protocol.encoder import ErrorReply
+from server.client import Client
+from server.dispatch import execute, lookup
+from server.errors import CommandError
+
+if TYPE_CHECKING:
+    from server.app import Server
+    from server.log import Logger
+
+_MAX_LEN_DIGITS = 20
+
+
+class AofFormatError(Exception):
+    """Bad framing at `offset`."""
+
+    def __init__(self, offset: int, reason: str) -> None:
+        super().__init__(reason)
+        self.offset = offset
+        self.reason = reason
+
+
+class AofTruncated(Exception):
+    """The data ends inside the command starting at `offset`."""
+
+    def __init__(self, offset: int) -> None:
+        super().__init__(f"truncated command at offset {offset}")
+        self.offset = offset
+
+
+class AofLoadError(Exception):
+    """Loading must stop; str() is the message for the log and stderr."""
+
+
+def _read_number(data: bytes | mmap.mmap, pos: int, start: int) -> tuple[int, int]:
+    """The decimal after the type byte at pos, up to CRLF: (value, position after CRLF)."""
+    eol = data.find(b"\r\n", pos + 1, pos + 3 + _MAX_LEN_DIGITS)
+    if eol < 0:
+        if len(data) - pos < _MAX_LEN_DIGITS + 3:
+            raise AofTruncated(start)
+        raise AofFormatError(start, "invalid length line")
+    text = data[pos + 1:eol]
+    if not text.isdigit():
+        raise AofFormatError(start, "invalid length")
+    return int(text), eol + 2
+
+
+def iter_commands(data: bytes | mmap.mmap, pos: int = 0) -> Iterator[tuple[int, list[bytes], int]]:
+    """(start offset, argv, end offset) of each command; raises AofTruncated/AofFormatError."""
+    n = len(data)
+    while pos < n:
+        start = pos
+        lead = data[pos]
+        if lead == 0x23:  # '#' annotation line
+            eol = data.find(b"\n", pos)
+            if eol < 0:
+                raise AofTruncated(start)
+            pos = eol + 1
+            continue
+        if lead != 0x2A:  # '*'
+            raise AofFormatError(start, "expected '*' at the start of a command")
+        argc, pos = _read_number(data, pos, start)
+        if argc < 1:
+            raise AofFormatError(start, "invalid argument count")
+        argv = []
+        for _ in range(argc):
+            if pos >= n:
+                raise AofTruncated(start)
+            if data[pos] != 0x24:  # '$'
+                raise AofFormatError(start, "expected '$' before an argument")
+            length, pos = _read_number(data, pos, start)
+            end = pos + length
+            if end + 2 > n:
+                raise AofTruncated(start)
+            if data[end:end + 2] != b"\r\n":
+                raise AofFormatError(start, "argument not followed by CRLF")
+            argv.append(data[pos:end])
+            pos = end + 2
+        yield start, argv, pos
+
+
+@dataclass(slots=True)
+class FileResult:
+    commands: int = 0
+    failed: int = 0  # commands that answered an error (logged, loading goes on as in Redis)
+    truncated_at: int | None = None  # where a truncated tail was cut off
+
+
+class ReplayClient(Client):
+    """The fake client: authenticated, never written to."""
+
+    __slots__ = ()
+
+    def __init__(self, server: Server) -> None:
+        super().__init__(0, server, None, "aof-loader", "")
+        self.authenticated = True
+
+
+def replay_bytes(server: Server, data: bytes | mmap.mmap, name: str, is_last: bool,
+                 allow_truncated: bool) -> FileResult:
+    """Run every command in data. Returns what happened; a truncated tail is reported in
+    truncated_at (the caller cuts the file there) or raises AofLoadError."""
+    client = ReplayClient(server)
+    result = FileResult()
+    before_multi = 0
+    log = server.log
+    try:
+        for start, argv, _end in iter_commands(data):
+            try:
+                lookup(argv)
+            except CommandError as exc:
+                raise AofLoadError(
+                    f"Unknown command '{argv[0].decode(errors='replace')}' reading the append "
+                    f"only file {name} at offset {start}: {exc.message}") from None
+            if argv[0].lower() == b"multi":
+                before_multi = start
+            reply = execute(client, argv)
+            result.commands += 1
+            if isinstance(reply, ErrorReply):
+                result.failed += 1
+                if result.failed <= 10:
+                    log.warning(f"AOF {name}: command at offset {start} failed on replay: "
+                                f"{reply}")
+    except AofFormatError as exc:
+        raise AofLoadError(
+            f"Bad file format reading the append only file {name} at offset {exc.offset}: "
+            f"{exc.reason}. Make a backup of the file and fix or cut it at that offset.") from None
+    except AofTruncated as exc:
+        cut = before_multi if client.multi is not None else exc.offset
+        return _truncated(result, name, cut, is_last, allow_truncated, log)
+    if client.multi is not None:  # MULTI without its EXEC at the very end
+        log.warning(f"Revert incomplete MULTI/EXEC transaction in AOF file {name}")
+        return _truncated(result, name, before_multi, is_last, allow_truncated, log)
+    return result
+
+
+def _truncated(result: FileResult, name: str, cut: int, is_last: bool, allow: bool,
+               log: Logger) -> FileResult:
+    if not is_last:
+        raise AofLoadError(
+            f"Unexpected end of file reading the append only file {name} at offset {cut}: "
+            f"only the last file of the AOF may be truncated.")
+    if not allow:
+        raise AofLoadError(
+            f"Unexpected end of file reading the append only file {name} at offset {cut}. "
+            f"You can set 'aof-load-truncated yes' to load it anyway, dropping the last "
+            f"incomplete command.")
+    log.warning(f"!!! Warning: short read while loading the AOF file {name}!!! "
+                f"(the last complete command ends at offset {cut})")
+    result.truncated_at = cut
+    return result
+
+
+def replay_file(server: Server, path: str, name: str, is_last: bool,
+                allow_truncated: bool) -> FileResult:
+    """Replay one file; a tolerated truncated tail is cut off the file itself."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below, after the mapping
+    except OSError as exc:
+        raise AofLoadError(f"Can't open the append-only file {name}: {exc.strerror}") from None
+    with fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size == 0:
+            return FileResult()
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            result = replay_bytes(server, data, name, is_last, allow_truncated)
+    if result.truncated_at is not None:
+        try:
+            os.truncate(path, result.truncated_at)
+        except OSError as exc:
+            raise AofLoadError(f"Error truncating the AOF file {name}: {exc.strerror}") from None
+        server.log.warning(f"AOF {name} loaded anyway because aof-load-truncated is enabled")
+    return result

@@ -1,0 +1,213 @@
+"""Loading data: the AOF (manifest, base, incr files) or the snapshot at start, DEBUG RELOAD
+and DEBUG LOADAOF. Whatever is loaded goes into the live databases only as a whole: a failure
+restores what was there (and at start, stops the server with the file name and offset)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from protocol.encoder import OK
+from server.errors import SYNTAX, CommandError
+from server.persistence.aof_load import AofLoadError, replay_file
+from server.persistence.manifest import BASE, Manifest, ManifestError
+from server.persistence.snapshot import SnapshotError, is_snapshot, load_file, parse_snapshot
+from server.persistence_errors import StartupError
+from storage.keyspace import Database
+
+if TYPE_CHECKING:
+    from server.client import Client
+    from server.persistence.manager import Persistence
+
+
+class Loader:
+    def __init__(self, p: Persistence) -> None:
+        self.p = p
+
+    # -- start --------------------------------------------------------------------------------
+    def load_at_start(self) -> None:
+        p = self.p
+        files = p.files
+        if not p.config["appendonly"]:
+            self._start_snapshot()
+            return
+        if files.exists():
+            try:
+                man = files.load()
+            except (ManifestError, OSError) as exc:
+                raise StartupError(f"Fatal error reading the AOF manifest "
+                                   f"{files.manifest_path}: {exc}") from None
+            start = time.monotonic()
+            try:
+                commands = self.replay_manifest(man)
+            except (AofLoadError, SnapshotError) as exc:
+                raise StartupError(str(exc)) from None
+            p.log.notice(f"DB loaded from append only file: {time.monotonic() - start:.3f} "
+                         f"seconds ({commands} commands)")
+            files.delete_history()
+            for name in files.clean_orphans():
+                p.log.notice(f"Removed leftover AOF file {name}")
+        else:
+            self._start_snapshot()
+            self.write_initial_aof()
+        p.open_aof()
+
+    def _start_snapshot(self) -> None:
+        path = self.p.config["dbfilename"]
+        self._remove_temp_snapshots(os.path.dirname(os.path.abspath(path)))
+        if not os.path.exists(path):
+            return
+        start = time.monotonic()
+        try:
+            self.load_snapshot(path)
+        except (SnapshotError, OSError) as exc:
+            raise StartupError(f"Fatal error loading the snapshot {path}: {exc}") from None
+        self.p.log.notice(f"DB loaded from disk: {time.monotonic() - start:.3f} seconds")
+
+    @staticmethod
+    def _remove_temp_snapshots(directory: str) -> None:
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            return
+        for name in names:
+            if name.startswith("temp-") and name.endswith(".xsnap"):
+                try:
+                    os.unlink(os.path.join(directory, name))
+                except OSError:
+                    pass
+
+    def write_initial_aof(self) -> None:
+        """A base file of the current data and a manifest listing it (first start with the AOF
+        on, or shutting down before the first background rewrite finished)."""
+        from server.persistence.rewrite import write_base_file
+
+        p = self.p
+        files = p.files
+        files.ensure_dir()
+        temp = files.path(f"temp-rewriteaof-{os.getpid()}.aof")
+        write_base_file(temp, p.server.dbs, p.config["aof-use-rdb-preamble"])
+        base, _ = files.install_base(temp)
+        p.log.notice(f"Creating AOF base file {base.name} on server start")
+
+    # -- loading ------------------------------------------------------------------------------
+    @contextmanager
+    def _loading(self) -> Iterator[None]:
+        """Load into emptied databases; on any failure put the previous contents back."""
+        server = self.p.server
+        saved = [(db.data, db.expires) for db in server.dbs]
+        checks = server.refusal_checks
+        for db in server.dbs:
+            db.data = {}
+            db.expires = {}
+        server.refusal_checks = []  # no OOM/MISCONF refusals while replaying
+        server.loading = True
+        try:
+            yield
+        except BaseException:
+            for db, (data, expires) in zip(server.dbs, saved, strict=True):
+                db.data = data
+                db.expires = expires
+            raise
+        finally:
+            server.loading = False
+            server.refusal_checks = checks
+        server.touch_all_watched()
+
+    def replay_manifest(self, man: Manifest) -> int:
+        """Replay base + incr files into the databases; returns the commands run."""
+        p = self.p
+        server = p.server
+        to_load = man.files_to_load()
+        commands = 0
+        with self._loading():
+            for i, f in enumerate(to_load):
+                path = p.files.path(f.name)
+                if not os.path.exists(path):
+                    raise AofLoadError(f"The AOF file {f.name} doesn't exist (listed in "
+                                       f"{p.files.manifest_path})")
+                last = i == len(to_load) - 1
+                if f.kind == BASE and _starts_like_snapshot(path):
+                    with open(path, "rb") as fh:
+                        data = fh.read()
+                    try:
+                        result = parse_snapshot(memoryview(data), len(server.dbs))
+                    except SnapshotError as exc:
+                        raise SnapshotError(f"Error loading the AOF base {f.name}: {exc}") \
+                            from None
+                    _install(server.dbs, result.dbs)
+                    continue
+                res = replay_file(server, path, f.name, last, p.config["aof-load-truncated"])
+                commands += res.commands
+                if res.failed:
+                    p.log.warning(f"{res.failed} command(s) of {f.name} failed on replay")
+        return commands
+
+    def load_snapshot(self, path: str) -> None:
+        p = self.p
+        dbs = p.server.dbs
+        with self._loading():
+            result = load_file(path, len(dbs))
+            _install(dbs, result.dbs)
+        p.keys_loaded = result.keys_loaded
+        p.keys_expired = result.keys_expired
+
+    # -- DEBUG --------------------------------------------------------------------------------
+    def debug_reload(self, client: Client, argv: list[bytes]) -> object:
+        """DEBUG RELOAD [NOSAVE]: save the snapshot, empty the data, load it back."""
+        from server.persistence.manager import PersistenceError
+
+        save = True
+        for opt in argv[2:]:
+            if opt.lower() == b"nosave":
+                save = False
+            else:
+                raise CommandError(SYNTAX)
+        p = self.p
+        path = p.config["dbfilename"]
+        if save:
+            try:
+                p.save()
+            except (OSError, PersistenceError) as exc:
+                p.log.warning(f"DEBUG RELOAD: error saving the snapshot: {exc}")
+                raise CommandError("ERR") from None
+        try:
+            self.load_snapshot(path)
+        except (SnapshotError, OSError) as exc:
+            p.log.warning(f"DEBUG RELOAD: error loading {path}: {exc}")
+            raise CommandError("ERR Error trying to load the RDB dump, check server logs.") \
+                from None
+        p.log.warning("DB reloaded by DEBUG RELOAD")
+        return OK
+
+    def debug_loadaof(self, client: Client, argv: list[bytes]) -> object:
+        """DEBUG LOADAOF: write the AOF out, empty the data, replay the AOF."""
+        p = self.p
+        if len(argv) != 2:
+            raise CommandError(SYNTAX)
+        if p.aof_state == "on":
+            p.writer.flush(force_fsync=True)
+        if not p.files.exists():
+            raise CommandError("ERR There is no AOF to load")
+        try:
+            self.replay_manifest(p.files.load())
+        except (AofLoadError, SnapshotError, ManifestError, OSError) as exc:
+            p.log.warning(f"DEBUG LOADAOF failed: {exc}")
+            raise CommandError(f"ERR Error loading the AOF: {exc}") from None
+        p.server.dirty = 0
+        p.log.warning("Append Only File loaded by DEBUG LOADAOF")
+        return OK
+
+
+def _install(live: list[Database], loaded: list[Database]) -> None:
+    for db, new in zip(live, loaded, strict=True):
+        db.data = new.data
+        db.expires = new.expires
+
+
+def _starts_like_snapshot(path: str) -> bool:
+    with open(path, "rb") as fh:
+        return is_snapshot(fh.read(8))

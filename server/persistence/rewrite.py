@@ -1,0 +1,112 @@
+"""AOF rewrite: the shortest command sequence that rebuilds the current state, as Redis's
+rewriteAppendOnlyFile writes it.
+
+- a string: SET key value; a stream: one XADD per live entry with its ID, then
+  XSETID key last-id ENTRIESADDED n MAXDELETEDID id (an empty stream is created with
+  XADD key MAXLEN 0 0-1 x y first, which XSETID then resets), then its groups;
+- each consumer group: XGROUP CREATE key group last-id ENTRIESREAD n, one
+  XCLAIM key group consumer 0 id TIME ms RETRYCOUNT n JUSTID FORCE per pending entry, and
+  XGROUP CREATECONSUMER for consumers with nothing pending (see group_rewrite.py);
+- a key with a time to live: PEXPIREAT key ms.
+
+Run in a forked child (manager.py) so the parent keeps serving; the same code writes the base
+file synchronously at first start.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from typing import BinaryIO
+
+from server.persistence.aof import encode_command
+from server.persistence.group_rewrite import group_commands, pending_deleted_ids
+from storage.keyspace import Database, StringValue
+from storage.stream import Stream
+from storage.stream_id import MAX_ID, MIN_ID, format_id
+
+_FLUSH_AT = 1 << 16
+
+PerKey = Callable[[], None] | None
+
+
+def stream_commands(key: bytes, s: Stream) -> Iterator[list[bytes]]:
+    """The commands that rebuild stream s under key."""
+    # Entries that are deleted but still pending in a group are re-added with a placeholder
+    # body so XCLAIM ... FORCE can recreate their PEL entries, then deleted again (KEEPREF).
+    ghosts = pending_deleted_ids(s)
+    if s.length or ghosts:
+        ghost_iter = iter(ghosts)
+        ghost = next(ghost_iter, None)
+        for eid, fields in s.iter_range(MIN_ID, MAX_ID):
+            while ghost is not None and ghost < eid:
+                yield [b"XADD", key, format_id(ghost), b"x", b"y"]
+                ghost = next(ghost_iter, None)
+            yield [b"XADD", key, format_id(eid), *fields]
+        while ghost is not None:
+            yield [b"XADD", key, format_id(ghost), b"x", b"y"]
+            ghost = next(ghost_iter, None)
+    else:
+        # XADD MAXLEN 0 creates the key empty; XSETID then resets its counters.
+        yield [b"XADD", key, b"MAXLEN", b"0", b"0-1", b"x", b"y"]
+    setid = [b"XSETID", key, format_id(s.last_id), b"ENTRIESADDED", b"%d" % s.entries_added,
+             b"MAXDELETEDID", format_id(s.max_deleted_entry_id)]
+    yield setid
+    yield from group_commands(key, s)
+    if ghosts:
+        yield [b"XDEL", key, *(format_id(g) for g in ghosts)]
+        yield setid
+
+
+def key_commands(key: bytes, value: object, expire: int | None) -> Iterator[list[bytes]]:
+    if isinstance(value, StringValue):
+        yield [b"SET", key, value.data]
+    elif isinstance(value, Stream):
+        yield from stream_commands(key, value)
+    else:
+        raise TypeError(f"cannot rewrite a value of type {type(value).__name__}")
+    if expire is not None:
+        yield [b"PEXPIREAT", key, b"%d" % expire]
+
+
+def state_commands(dbs: Iterable[Database], per_key: PerKey = None) -> Iterator[list[bytes]]:
+    for db in dbs:
+        if not db.data:
+            continue
+        yield [b"SELECT", b"%d" % db.id]
+        expires = db.expires
+        for key, value in list(db.data.items()):
+            yield from key_commands(key, value, expires.get(key))
+            if per_key is not None:
+                per_key()
+
+
+def write_commands(out: BinaryIO, dbs: Iterable[Database], per_key: PerKey = None) -> int:
+    """Write the rewrite of dbs to out; returns the bytes written. per_key (if given) runs
+    after each key: rdb-key-save-delay, for tests that need a slow rewrite."""
+    buf = bytearray()
+    total = 0
+    for argv in state_commands(dbs, per_key):
+        buf += encode_command(argv)
+        if len(buf) >= _FLUSH_AT:
+            out.write(buf)
+            total += len(buf)
+            buf = bytearray()
+    out.write(buf)
+    return total + len(buf)
+
+
+def write_base_file(path: str, dbs: Iterable[Database], use_snapshot: bool = False,
+                    per_key: PerKey = None) -> int:
+    """Write a base file at path (commands, or the snapshot format) and fsync it; the caller
+    renames it into place. Returns its size."""
+    with open(path, "wb", buffering=1 << 16) as fh:
+        if use_snapshot:
+            from server.persistence.snapshot import write_snapshot
+
+            write_snapshot(fh, dbs, per_key=per_key)
+        else:
+            write_commands(fh, dbs, per_key)
+        fh.flush()
+        os.fsync(fh.fileno())
+        return fh.tell()
