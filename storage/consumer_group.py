@@ -40,9 +40,11 @@ __all__ = [
     "create_group",
     "delref_hook",
     "destroy_group",
+    "entry_referenced",
     "groups",
     "lookup_group",
     "min_group_last_id",
+    "referencing_groups",
     "remove_references",
     "verify",
 ]
@@ -556,6 +558,16 @@ def delref_hook(s: Stream) -> Callable[[StreamID], None]:
         remove_references(s, id)
 
     return on_delete
+
+
+def entry_referenced(s: Stream, id: StreamID) -> bool:
+    """ACKED: does some group still need ``id``?  True while it is pending in a
+    group or some group has not delivered it yet (its last ID is before it)."""
+    refs = s.cgroups_ref
+    if refs is not None and id_to_key(id) in refs:
+        return True
+    floor = min_group_last_id(s)
+    return floor is not None and id > floor
 
 
 def acked_checker(s: Stream) -> Callable[[StreamID], bool]:

@@ -14,3 +14,5 @@ try:  # families landed by later work register themselves when present
     from server.commands import stream_cmds  # noqa: F401
 except ImportError:  # pragma: no cover
     pass
+
+from server.commands import group_cmds  # noqa: F401,E402 - consumer groups (needs stream_cmds)

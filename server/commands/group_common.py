@@ -1,0 +1,87 @@
+"""Shared pieces of the consumer-group commands: the command clock, group lookups with
+Redis's NOGROUP texts, and the propagation of effects for the AOF (t_stream.c's
+streamPropagateXCLAIM, streamPropagateGroupID, streamPropagateConsumerCreation)."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from server.commands.stream_args import lookup_stream
+from server.errors import CommandError
+from storage.consumer_group import NACK, Consumer, ConsumerGroup, lookup_group
+from storage.stream import Stream
+from storage.stream_id import StreamID, format_id
+
+if TYPE_CHECKING:
+    from server.client import Client
+
+
+def now_ms() -> int:
+    """commandTimeSnapshot: the wall clock in milliseconds."""
+    return time.time_ns() // 1_000_000
+
+
+def _text(b: bytes) -> str:
+    return b.decode(errors="replace")
+
+
+def nogroup_key_or_group(key: bytes, group: bytes, suffix: str = "") -> CommandError:
+    """"NOGROUP No such key 'k' or consumer group 'g'" (XPENDING, XCLAIM, XAUTOCLAIM, and
+    XREADGROUP with its suffix)."""
+    return CommandError(f"NOGROUP No such key '{_text(key)}' or consumer group '{_text(group)}'"
+                        f"{suffix}")
+
+
+def nogroup_for_key(key: bytes, group: bytes) -> CommandError:
+    """"NOGROUP No such consumer group 'g' for key name 'k'" (XGROUP, XINFO CONSUMERS)."""
+    return CommandError(f"NOGROUP No such consumer group '{_text(group)}' for key name "
+                        f"'{_text(key)}'")
+
+
+def lookup_stream_group(
+    client: Client, key: bytes, group_name: bytes
+) -> tuple[Stream, ConsumerGroup]:
+    """The stream and its group, or NOGROUP "No such key ... or consumer group ..."."""
+    stream = lookup_stream(client, key)
+    group = lookup_group(stream, group_name) if stream is not None else None
+    if stream is None or group is None:
+        raise nogroup_key_or_group(key, group_name)
+    return stream, group
+
+
+def get_consumer(client: Client, key: bytes, group: ConsumerGroup, name: bytes,
+                 now: int) -> Consumer:
+    """The named consumer, created (and its creation propagated) when missing."""
+    consumer, created = group.get_consumer(name, now)
+    if created:
+        propagate_consumer_creation(client, key, group, consumer)
+    return consumer
+
+
+def propagate_xclaim(client: Client, key: bytes, group: ConsumerGroup, entry_id: StreamID,
+                     nack: NACK) -> None:
+    """The effect of one delivery or claim, replayable as it is:
+    XCLAIM key group consumer 0 id TIME t RETRYCOUNT n FORCE JUSTID LASTID last-id."""
+    owner = nack.consumer
+    assert owner is not None
+    client.server.propagate(client.db, [
+        b"XCLAIM", key, group.name, owner.name, b"0", format_id(entry_id),
+        b"TIME", b"%d" % nack.delivery_time, b"RETRYCOUNT", b"%d" % nack.delivery_count,
+        b"FORCE", b"JUSTID", b"LASTID", format_id(group.last_id),
+    ])
+
+
+def propagate_group_id(client: Client, key: bytes, group: ConsumerGroup) -> None:
+    """XGROUP SETID key group last-id ENTRIESREAD n: the group's position and counter."""
+    client.server.propagate(client.db, [
+        b"XGROUP", b"SETID", key, group.name, format_id(group.last_id),
+        b"ENTRIESREAD", b"%d" % group.entries_read,
+    ])
+
+
+def propagate_consumer_creation(client: Client, key: bytes, group: ConsumerGroup,
+                                consumer: Consumer) -> None:
+    client.server.propagate(client.db, [
+        b"XGROUP", b"CREATECONSUMER", key, group.name, consumer.name,
+    ])

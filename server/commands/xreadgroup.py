@@ -1,0 +1,229 @@
+"""XREADGROUP GROUP group consumer [COUNT n] [BLOCK ms] [CLAIM min-idle-time] [NOACK]
+STREAMS key... id... (the group half of t_stream.c's xreadCommand, Redis 8.4).
+
+Per stream, the ID `>` serves entries never delivered to the group (each becomes pending
+for the consumer unless NOACK) and an explicit ID serves the consumer's own history (its
+pending entries after that ID; an entry deleted since comes back with a nil body). With
+CLAIM, `>` first takes over pending entries idle for at least min-idle-time, longest idle
+first; every entry of the reply then has four elements: ID, fields, idle ms and delivery
+count before this one (0 and 0 for new entries). COUNT bounds the entries of each stream.
+
+Only `>` blocks. A blocked client is re-run when a key gets data, is deleted or changes type
+(it answers NOGROUP or WRONGTYPE then), when its group is destroyed, and with CLAIM when the
+oldest pending entry becomes idle enough. Effects are propagated as Redis does: XCLAIM for
+each entry made pending, XGROUP SETID when the group's last ID moved, XGROUP CREATECONSUMER
+for a consumer created here.
+"""
+
+from __future__ import annotations
+
+from protocol.encoder import NULL_ARRAY
+from server.blocking import BlockRequest
+from server.client import Client
+from server.commands.group_common import (
+    get_consumer,
+    nogroup_key_or_group,
+    now_ms,
+    propagate_group_id,
+    propagate_xclaim,
+)
+from server.commands.stream_args import (
+    lookup_stream,
+    parse_block_timeout,
+    parse_count,
+    parse_strict_id,
+)
+from server.commands.xread import stream_map_reply
+from server.dispatch import command
+from server.errors import SYNTAX, CommandError
+from server.parsing import eq, is_canonical_int
+from storage.consumer_group import Consumer, ConsumerGroup, lookup_group
+from storage.stream import Stream
+from storage.stream_id import MAX_ID, StreamID, format_id, incr_id
+
+ERR_UNBALANCED = (
+    "ERR Unbalanced 'xreadgroup' list of streams: for each stream key an ID or '>' must be "
+    "specified."
+)
+ERR_MISSING_GROUP = "ERR Missing GROUP option for XREADGROUP"
+ERR_CLAIM_NOT_INT = "ERR min-idle-time is not an integer"
+ERR_CLAIM_NEGATIVE = "ERR min-idle-time must be a positive integer"
+_MEANINGLESS = (
+    "ERR The {0} ID is meaningless in the context of XREADGROUP: you want to read the history "
+    "of this consumer by specifying a proper ID, or use the > ID to get new messages. The {0} "
+    "ID would just return an empty result set."
+)
+ERR_DOLLAR = _MEANINGLESS.format("$")
+ERR_PLUS = _MEANINGLESS.format("+")
+_NEW = MAX_ID  # the `>` marker, as Redis encodes it
+_NOGROUP_SUFFIX = " in XREADGROUP with GROUP option"
+
+
+class _Options:
+    __slots__ = ("timeout", "count", "first_key", "group", "consumer", "noack", "min_idle")
+
+    def __init__(self) -> None:
+        self.timeout = -1  # no BLOCK
+        self.count = 0  # no limit
+        self.first_key = 0
+        self.group = b""
+        self.consumer = b""
+        self.noack = False
+        self.min_idle = -1  # no CLAIM
+
+
+def _parse_options(argv: list[bytes]) -> _Options:
+    opts = _Options()
+    group_given = False
+    argc = len(argv)
+    i = 1
+    while i < argc:
+        opt = argv[i]
+        more = argc - 1 - i
+        if eq(opt, b"block") and more:
+            i += 1
+            opts.timeout = parse_block_timeout(argv[i], now_ms())
+        elif eq(opt, b"count") and more:
+            i += 1
+            opts.count = parse_count(argv[i])
+        elif eq(opt, b"streams") and more:
+            if (argc - i - 1) % 2:
+                raise CommandError(ERR_UNBALANCED)
+            opts.first_key = i + 1
+            break
+        elif eq(opt, b"group") and more >= 2:
+            opts.group = argv[i + 1]
+            opts.consumer = argv[i + 2]
+            group_given = True
+            i += 2
+        elif eq(opt, b"noack"):
+            opts.noack = True
+        elif eq(opt, b"claim") and more:
+            i += 1
+            if not is_canonical_int(argv[i]):
+                raise CommandError(ERR_CLAIM_NOT_INT)
+            opts.min_idle = int(argv[i])
+            if opts.min_idle < 0:
+                raise CommandError(ERR_CLAIM_NEGATIVE)
+        else:
+            raise CommandError(SYNTAX)
+        i += 1
+    if not opts.first_key:
+        raise CommandError(SYNTAX)  # STREAMS is mandatory
+    if not group_given:
+        raise CommandError(ERR_MISSING_GROUP)
+    return opts
+
+
+def _resolve(client: Client, keys: list[bytes], id_args: list[bytes],
+             group_name: bytes) -> list[tuple[Stream, ConsumerGroup, StreamID]]:
+    """Check every key (type, group) and parse its ID, in argument order."""
+    out = []
+    for key, arg in zip(keys, id_args, strict=True):
+        stream = lookup_stream(client, key)
+        group = lookup_group(stream, group_name) if stream is not None else None
+        if stream is None or group is None:
+            raise nogroup_key_or_group(key, group_name, _NOGROUP_SUFFIX)
+        if arg == b"$":
+            raise CommandError(ERR_DOLLAR)
+        if arg == b"+":
+            raise CommandError(ERR_PLUS)
+        out.append((stream, group, _NEW if arg == b">" else parse_strict_id(arg)))
+    return out
+
+
+def _has_new(stream: Stream, group: ConsumerGroup) -> bool:
+    """Is there a live entry after the group's last delivered ID?"""
+    if not stream.length or group.last_id >= stream.last_id:
+        return False
+    top = stream.last_entry_id()
+    return top is not None and top > group.last_id
+
+
+def _claimable(group: ConsumerGroup, now: int, min_idle: int) -> bool:
+    oldest = group.oldest_delivery_time()
+    return oldest is not None and now - oldest >= min_idle
+
+
+@command("xreadgroup", -7, "write blocking", categories="@write @stream @slow @blocking",
+         summary="Returns new or historical messages from a stream for a consumer in a group. "
+         "Blocks until a message is available otherwise.", since="5.0.0", group="stream",
+         key_keyword="STREAMS")
+def xreadgroup(client: Client, argv: list[bytes]) -> object:
+    opts = _parse_options(argv)
+    first_key = opts.first_key
+    nkeys = (len(argv) - first_key) // 2
+    keys = argv[first_key:first_key + nkeys]
+    targets = _resolve(client, keys, argv[first_key + nkeys:], opts.group)
+    now = now_ms()
+    count = opts.count
+    min_idle = opts.min_idle
+    claim = min_idle >= 0
+    served: list[tuple[bytes, list]] = []
+    for key, (stream, group, gt) in zip(keys, targets, strict=True):
+        consumer = get_consumer(client, key, group, opts.consumer, now)
+        consumer.seen_time = now
+        if gt != _NEW:  # the consumer's history; CLAIM does not apply
+            history = group.read_history(stream, consumer, incr_id(gt), count, now)
+            served.append((key, [[format_id(eid), fields if fields is not None else NULL_ARRAY]
+                                 for eid, fields in history]))
+            continue
+        new = _has_new(stream, group)
+        if not new and not (claim and _claimable(group, now, min_idle)):
+            continue
+        entries: list[list[object]] = []
+        if claim:
+            for eid, fields, idle, before, nack in group.claim_idle(
+                    stream, consumer, now, min_idle, count):
+                entries.append([format_id(eid), fields, idle, before])
+                propagate_xclaim(client, key, group, eid, nack)
+        if new and (not count or len(entries) < count):
+            entries.extend(_deliver_new(client, key, stream, group, consumer, now,
+                                        count - len(entries) if count else 0, opts.noack, claim))
+        served.append((key, entries))
+    if served:
+        return stream_map_reply(client, served)
+    if opts.timeout < 0:
+        return NULL_ARRAY
+    if claim and not client.in_exec:
+        _wake_when_claimable(client, keys, targets, now, min_idle)
+    return BlockRequest(list(keys), opts.timeout, list(argv), NULL_ARRAY,
+                        unblock_on_nokey=True)
+
+
+def _deliver_new(client: Client, key: bytes, stream: Stream, group: ConsumerGroup,
+                 consumer: Consumer, now: int, count: int, noack: bool,
+                 claim: bool) -> list[list[object]]:
+    """Serve the entries after the group's last ID (streamReplyWithRange with a group)."""
+    start = group.last_id
+    out: list[list[object]] = []
+    for eid, fields in stream.iter_range(incr_id(start), MAX_ID):
+        nack = group.deliver(stream, eid, consumer, now, noack)
+        out.append([format_id(eid), fields, 0, 0] if claim else [format_id(eid), fields])
+        if nack is not None:
+            propagate_xclaim(client, key, group, eid, nack)
+        if count and len(out) >= count:
+            break
+    if group.last_id != start:
+        propagate_group_id(client, key, group)
+    return out
+
+
+def _wake_when_claimable(client: Client, keys: list[bytes],
+                         targets: list[tuple[Stream, ConsumerGroup, StreamID]], now: int,
+                         min_idle: int) -> None:
+    """A client blocked with CLAIM must also wake when the oldest pending entry reaches
+    min-idle-time (trackStreamClaimTimeouts): signal its keys then."""
+    oldest = [g.oldest_delivery_time() for _, g, gt in targets if gt == _NEW]
+    known = [t for t in oldest if t is not None]
+    due = min_idle + (min(known) if known else now)
+    server = client.server
+    db = client.db
+
+    def signal() -> None:
+        if client.blocked is None or client.closed:
+            return
+        for key in keys:
+            server.signal_key_as_ready(db, key)
+
+    server.loop.call_later(max(due - now_ms(), 0) / 1000.0, signal)
