@@ -19,7 +19,6 @@ from server.client import Client
 from server.config import Config
 from tests.helpers import ServerProcess
 
-
 REDIS7 = os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd") == "redis"
 redis72 = pytest.mark.skipif(REDIS7, reason="Redis 7.2+ behaviour; the reference server is 7.0")
 
