@@ -51,16 +51,18 @@ def exec_(client: Client, argv: list[bytes]) -> object:
     aborted = client.multi_error
     _expire_watched(client)  # a watched key whose time ran out since WATCH aborts too
     dirty = client.cas_dirty
-    client.multi = None
     client.multi_error = False
     server = client.server
     server.unwatch_all(client)
-    if aborted:
-        server.stats.error_reply(_EXECABORT)
-        return ErrorReply(_EXECABORT)
-    if dirty:
+    if aborted or dirty:
+        client.multi = None
+        if aborted:
+            server.stats.error_reply(_EXECABORT)
+            return ErrorReply(_EXECABORT)
         return NULL_ARRAY
     replies: list[object] = []
+    # As in Redis the client stays in MULTI state while EXEC runs the queue (CLIENT INFO shows
+    # flags=x, and WATCH / MULTI inside the transaction are refused), then leaves it.
     client.in_exec = True
     hooks = server.propagate_hooks
     try:
@@ -78,6 +80,7 @@ def exec_(client: Client, argv: list[bytes]) -> object:
             replies.append(reply)
     finally:
         client.in_exec = False
+        client.multi = None
         for hook in hooks:
             getattr(hook, "end_transaction", lambda: None)()
     return replies
