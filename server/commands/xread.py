@@ -22,7 +22,6 @@ from server.commands.stream_args import (
 )
 from server.dispatch import command
 from server.errors import SYNTAX, CommandError
-from server.parsing import eq
 from storage.stream import Stream
 from storage.stream_id import MAX_ID, MIN_ID, StreamID, decr_id, format_id, incr_id
 
@@ -45,21 +44,21 @@ def _parse_options(argv: list[bytes]) -> tuple[int, int, int]:
     argc = len(argv)
     i = 1
     while i < argc:
-        opt = argv[i]
+        opt = argv[i].lower() if len(argv[i]) <= 7 else b""
         more = argc - 1 - i
-        if eq(opt, b"block") and more:
-            i += 1
-            timeout = parse_block_timeout(argv[i], time.time_ns() // 1_000_000)
-        elif eq(opt, b"count") and more:
-            i += 1
-            count = parse_count(argv[i])
-        elif eq(opt, b"streams") and more:
+        if opt == b"streams" and more:
             if (argc - i - 1) % 2:
                 raise CommandError(ERR_UNBALANCED)
             return timeout, count, i + 1
-        elif eq(opt, b"group") and more >= 2:
+        if opt == b"count" and more:
+            i += 1
+            count = parse_count(argv[i])
+        elif opt == b"block" and more:
+            i += 1
+            timeout = parse_block_timeout(argv[i], time.time_ns() // 1_000_000)
+        elif opt == b"group" and more >= 2:
             raise CommandError(ERR_GROUP_ONLY)
-        elif eq(opt, b"noack"):
+        elif opt == b"noack":
             raise CommandError(ERR_NOACK_ONLY)
         else:
             raise CommandError(SYNTAX)
