@@ -119,6 +119,35 @@ def test_dollar_is_resolved_at_block_time(r: redis.Redis, conns) -> None:
     assert c.read() == [[b"s", [[b"2-0", [b"new", b"2"]]]]]
 
 
+@redis72  # `+` is a Redis 7.4 ID
+def test_plus_on_an_empty_stream_waits_for_the_first_entry(r: redis.Redis, conns) -> None:
+    c = conns()
+    c.send("XREAD", "BLOCK", "0", "STREAMS", "s", "+")
+    wait_blocked(r, 1)
+    pipe = r.pipeline(transaction=True)
+    pipe.xadd("s", {"f": "v"}, id="1-1")
+    pipe.xadd("s", {"g": "w"}, id="1-2")
+    pipe.execute()
+    assert c.read() == [[b"s", [[b"1-2", [b"g", b"w"]]]]]  # the last entry only
+
+
+def test_resp3_wake_up_reply_is_a_map(r: redis.Redis, conns) -> None:
+    c = conns()
+    c.call("HELLO", "3")
+    c.raw = b""
+    c.send("XREAD", "BLOCK", "0", "STREAMS", "s", "$")
+    wait_blocked(r, 1)
+    r.xadd("s", {"f": "v"}, id="1-1")
+    assert c.read() == {b"s": [E1]}
+    assert c.raw == b"%1\r\n$1\r\ns\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
+
+
+@redis72  # 7.0 accepts it and blocks
+def test_timeout_out_of_range(r: redis.Redis) -> None:
+    with pytest.raises(redis.ResponseError, match="^timeout is out of range$"):
+        r.execute_command("XREAD", "BLOCK", str(2**63 - 1000), "STREAMS", "s", "$")
+
+
 def test_block_serves_at_once_when_data_is_there(r: redis.Redis, conns) -> None:
     r.xadd("s", {"f": "v"}, id="1-1")
     c = conns()
