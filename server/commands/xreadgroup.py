@@ -17,6 +17,8 @@ for a consumer created here.
 
 from __future__ import annotations
 
+import asyncio
+
 from protocol.encoder import NULL_ARRAY
 from server.blocking import BlockRequest
 from server.client import Client
@@ -209,21 +211,36 @@ def _deliver_new(client: Client, key: bytes, stream: Stream, group: ConsumerGrou
     return out
 
 
+# One pending CLAIM wake-up per blocked client (client id -> timer).
+_claim_timers: dict[int, asyncio.TimerHandle] = {}
+_EMPTY_PEL_POLL_MS = 100
+
+
 def _wake_when_claimable(client: Client, keys: list[bytes],
                          targets: list[tuple[Stream, ConsumerGroup, StreamID]], now: int,
                          min_idle: int) -> None:
     """A client blocked with CLAIM must also wake when the oldest pending entry reaches
-    min-idle-time (trackStreamClaimTimeouts): signal its keys then."""
+    min-idle-time (trackStreamClaimTimeouts): signal its keys then. With nothing pending,
+    look again every min-idle-time (at least every 100 ms): entries may become pending
+    without its keys being signalled (another client's XCLAIM FORCE)."""
     oldest = [g.oldest_delivery_time() for _, g, gt in targets if gt == _NEW]
     known = [t for t in oldest if t is not None]
-    due = min_idle + (min(known) if known else now)
+    if known:
+        delay = max(min(known) + min_idle - now, 1)
+    else:
+        delay = max(min_idle, _EMPTY_PEL_POLL_MS)
     server = client.server
     db = client.db
+    cid = client.id
 
     def signal() -> None:
+        _claim_timers.pop(cid, None)
         if client.blocked is None or client.closed:
             return
         for key in keys:
             server.signal_key_as_ready(db, key)
 
-    server.loop.call_later(max(due - now_ms(), 0) / 1000.0, signal)
+    previous = _claim_timers.pop(cid, None)
+    if previous is not None:
+        previous.cancel()
+    _claim_timers[cid] = server.loop.call_later(delay / 1000.0, signal)
