@@ -28,6 +28,9 @@ UNAUTH_OUTPUT_LIMIT = 16384 + 1024
 
 MAX_CLIENTS_TEXT = "ERR max number of clients reached"
 
+# Commands run between output-limit checks when a big pipelined batch arrives.
+_CHUNK = 32
+
 PROTECTED_MODE_TEXT = (
     "DENIED Redis is running in protected mode because protected mode is enabled and no password "
     "is set for the default user. In this mode connections are only accepted from the loopback "
@@ -111,8 +114,18 @@ class Connection(asyncio.Protocol):
         try:
             commands = reader.get_commands()
             while commands:
-                server.run_commands(client, commands)
-                if client.close_after_reply:
+                if len(commands) > _CHUNK:
+                    if not self._run_limited(client, commands):
+                        return
+                else:
+                    server.run_commands(client, commands)
+                if client.close_after_reply or client.closed:
+                    return
+                # Replies pile up while the client has not authenticated: Redis closes it
+                # past a small limit even before they reach the socket.
+                if (not client.authenticated
+                        and len(client.out) + self.output_size() > UNAUTH_OUTPUT_LIMIT):
+                    self._over_output_limit(client)
                     return
                 # AUTH lifts the unauthenticated limits for the next command, RESET may
                 # bring them back (an unauthenticated reader hands out one command a call).
@@ -127,6 +140,22 @@ class Connection(asyncio.Protocol):
             server.log.warning("Closing client that reached max query buffer length")
             server.stats.client_query_buffer_limit_disconnections += 1
             self.close_client()
+
+    def _run_limited(self, client: Client, commands: list[list[bytes]]) -> bool:
+        """Run a big pipelined batch in chunks when normal clients have an output limit, so
+        a client that never reads is closed after about one chunk's replies over the limit
+        instead of after the whole batch's (Redis checks at every reply). False if closed."""
+        limits = self.server.config["client-output-buffer-limit"].get("normal")
+        if not limits or not (limits[0] or limits[1]):
+            self.server.run_commands(client, commands)
+            return True
+        for start in range(0, len(commands), _CHUNK):
+            self.server.run_commands(client, commands[start:start + _CHUNK])
+            if client.close_after_reply or client.closed:
+                return False
+            if self._check_output_limit(len(client.out) + self.output_size(), limits):
+                return False
+        return True
 
     def _protocol_error(self, text: str) -> None:
         """Answer the commands before the bad frame, then the error, then close (Redis's way)."""
@@ -164,7 +193,9 @@ class Connection(asyncio.Protocol):
         if limits and (limits[0] or limits[1]):
             self._check_output_limit(transport.get_write_buffer_size(), limits)
 
-    def _check_output_limit(self, size: int, limits: tuple[int, int, int]) -> None:
+    def _check_output_limit(self, size: int, limits: tuple[int, int, int]) -> bool:
+        """Apply a (hard, soft, soft_seconds) limit to `size` bytes of pending output; True
+        when the client was closed for it."""
         hard, soft, soft_seconds = limits
         client = self.client
         assert client is not None
@@ -178,6 +209,7 @@ class Connection(asyncio.Protocol):
             client.obl_soft_since = 0.0
         if over:
             self._over_output_limit(client)
+        return over
 
     def _over_output_limit(self, client: Client) -> None:
         self.server.log.warning(
