@@ -85,6 +85,9 @@ class Stream:
     creates them (it owns their contents).
     """
 
+    TYPE_NAME = "stream"  # what TYPE answers
+    ENCODING = "stream"  # what OBJECT ENCODING answers
+
     __slots__ = (
         "rax",
         "length",

@@ -24,14 +24,8 @@ from server.commands.stream_args import (
 from server.dispatch import command
 from server.errors import NO_SUCH_KEY, SYNTAX, CommandError, wrong_arity
 from server.parsing import eq
-from storage.stream import MSG_EXHAUSTED, MSG_ID_ZERO, Stream, StreamError
+from storage.stream import MSG_EXHAUSTED, MSG_ID_ZERO, StreamError
 from storage.stream_id import MAX_ID, format_id
-
-# OBJECT ENCODING and TYPE read these class attributes (storage/stream.py may not set them).
-if not hasattr(Stream, "TYPE_NAME"):
-    Stream.TYPE_NAME = "stream"  # type: ignore[attr-defined]
-if not hasattr(Stream, "ENCODING"):
-    Stream.ENCODING = "stream"  # type: ignore[attr-defined]
 
 _W = "@write @stream"
 _R = "@read @stream"
