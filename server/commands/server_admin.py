@@ -185,21 +185,21 @@ def debug(client: Client, argv: list[bytes]) -> object:
          categories=_ADMIN, summary="Synchronously saves the database(s) to disk and shuts down "
          "the Redis server.", group="server")
 def shutdown(client: Client, argv: list[bytes]) -> object:
-    nosave = save = False
+    nosave = save = abort = False
     for opt in argv[1:]:
         low = opt.lower()
         if low == b"nosave":
             nosave = True
         elif low == b"save":
             save = True
-        elif low in (b"now", b"force"):
-            continue
         elif low == b"abort":
-            raise CommandError("ERR No shutdown in progress.")
-        else:
+            abort = True
+        elif low not in (b"now", b"force"):
             raise CommandError(SYNTAX)
-    if nosave and save:
+    if (nosave and save) or (abort and len(argv) > 2):
         raise CommandError(SYNTAX)
+    if abort:  # shutdown here never waits (no replicas), so there is nothing to abort
+        raise CommandError("ERR No shutdown in progress.")
     if client.multi is not None or client.in_exec:
         raise CommandError("ERR Command not allowed inside a transaction")
     client.server.request_shutdown(nosave)
