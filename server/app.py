@@ -81,6 +81,10 @@ class Server:
         self.used_memory = 0  # RSS, refreshed by the cron; what maxmemory is checked against
         self.refusal_checks.append(self._oom_check)
         config.on_change("loglevel", self.log.set_level)
+        # Read on every command: kept as an attribute rather than looked up in the config.
+        self.slowlog_threshold: int = config["slowlog-log-slower-than"]
+        config.on_change("slowlog-log-slower-than",
+                         lambda value: setattr(self, "slowlog_threshold", value))
         config.on_change("proto-max-bulk-len", self._set_bulk_limit)
 
     # -- output -------------------------------------------------------------------------------
@@ -216,7 +220,7 @@ class Server:
 
     def after_command(self, client: Client, spec: CommandSpec, argv: list[bytes],
                       elapsed_us: int) -> None:
-        threshold = self.config["slowlog-log-slower-than"]
+        threshold = self.slowlog_threshold
         if threshold >= 0 and elapsed_us >= threshold and "skip-slowlog" not in spec.flags:
             from server.commands.monitor import redacted_args  # AUTH secrets stay out
 

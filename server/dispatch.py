@@ -50,6 +50,7 @@ class CommandSpec:
     parent: CommandSpec | None = None
     # Keys found after a keyword (XREAD/XREADGROUP's STREAMS): half of what follows it.
     key_keyword: str | None = None
+    fullname_bytes: bytes = b""  # "client|list", cached for CLIENT LIST's cmd= field
     # statistics for INFO commandstats
     calls: int = 0
     usec: int = 0
@@ -100,6 +101,7 @@ def command(
             parent.subcommands[spec.name.encode()] = spec
         else:
             COMMANDS[spec.name.encode()] = spec
+        spec.fullname_bytes = spec.fullname.encode()
         return handler
 
     return decorate
@@ -110,6 +112,7 @@ def container(name: str, arity: int = -2, flags: str = "", summary: str = "",
     """Register a command whose real work is done by subcommands (CLIENT, CONFIG, XINFO...)."""
     spec = CommandSpec(name=name.lower(), arity=arity, flags=tuple(flags.split()), handler=None,
                        summary=summary, since=since, group=group)
+    spec.fullname_bytes = spec.name.encode()
     COMMANDS[spec.name.encode()] = spec
     return spec
 
@@ -141,11 +144,10 @@ def execute(client: Client, argv: list[bytes]) -> Any:
     except CommandError as exc:
         server.stats.rejected_calls += 1
         return _reject(client, argv, exc.message)
-    name = argv[0].lower()
-    if not client.authenticated and name not in _NO_AUTH:
+    if not client.authenticated and argv[0].lower() not in _NO_AUTH:
         spec.rejected_calls += 1
         return _reject(client, argv, "NOAUTH Authentication required.")
-    if client.multi is not None and name not in _MULTI_IMMEDIATE:
+    if client.multi is not None and argv[0].lower() not in _MULTI_IMMEDIATE:
         refusal = server.refuse_reason(client, spec)
         if refusal is None and "no-multi" in spec.flags:
             refusal = "ERR Command not allowed inside a transaction"
@@ -181,7 +183,7 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
             spec.rejected_calls += 1
             server.stats.error_reply(refusal)
             return ErrorReply(refusal)
-    client.last_cmd = spec.fullname.encode()
+    client.last_cmd = spec.fullname_bytes
     start = time.perf_counter_ns()
     try:
         reply = spec.handler(client, argv)  # type: ignore[misc]
