@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 from collections.abc import Callable, Sequence
+from itertools import accumulate, chain
 from typing import Any
 
 import pyarrow as pa
@@ -185,16 +186,12 @@ def _id_timestamps(ms: pa.Array, arrow_type: pa.DataType) -> pa.Array:
 
 
 def _fields_map(entries: Sequence[RawEntry], map_type: pa.DataType) -> pa.Array:
-    keys: list[bytes] = []
-    values: list[bytes] = []
-    offsets = [0]
-    for entry in entries:
-        flat = entry[1]
-        keys.extend(flat[0::2])
-        values.extend(flat[1::2])
-        offsets.append(len(keys))
+    flats = [entry[1] for entry in entries]
+    pairs = list(chain.from_iterable(flats))  # field, value, field, value, ...
+    # offsets into the pair list, halved: entry i owns map items offsets[i]..offsets[i+1]
+    ends = pa.array(list(accumulate(map(len, flats), initial=0)), pa.int32())
     return pa.MapArray.from_arrays(
-        pa.array(offsets, pa.int32()), _strings(keys), _strings(values), type=map_type
+        pc.shift_right(ends, 1), _strings(pairs[0::2]), _strings(pairs[1::2]), type=map_type
     )
 
 

@@ -25,11 +25,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 import redis
-from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
 from pyspark.sql.types import MapType, StructType
 
 from spark_connector import options as opt
+from spark_connector import wire
 
 log = logging.getLogger("spark_connector")
 
@@ -115,8 +121,9 @@ class RowLayout:
             value = row[index]
             if value is None:
                 continue
-            if is_map:
-                for key, item in value.items():
+            if is_map:  # a dict, or (key, value) pairs as Arrow gives them
+                items = value.items() if isinstance(value, dict) else value
+                for key, item in items:
                     if item is not None:
                         pairs.append(_value(key))
                         pairs.append(_value(item))
@@ -126,6 +133,12 @@ class RowLayout:
         if not pairs:
             return None
         return str(stream), entry_id, pairs
+
+
+def arrow_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[Any, ...]]:
+    """Rows as tuples, converted a column at a time (much cheaper than Spark Rows)."""
+    for batch in batches:
+        yield from zip(*(column.to_pylist() for column in batch.columns), strict=True)
 
 
 def _raise_errors(results: list[Any], what: str) -> None:
@@ -140,23 +153,21 @@ def write_pipelined(
     """Plain writes: XADD pipelined in chunks of ``batchSize``, no transaction."""
     result = WriteResult()
     trim = wopts.trim_args()
-    pipe = client.pipeline(transaction=False)
-    queued = 0
-    for row in rows:
-        entry = layout.entry(row)
-        if entry is None:
-            result.skipped_rows += 1
-            continue
-        stream, entry_id, pairs = entry
-        pipe.execute_command("XADD", stream, *trim, entry_id, *pairs)
-        queued += 1
-        if queued == wopts.batch_size:
-            _raise_errors(pipe.execute(raise_on_error=False), "XADDs")
-            result.written += queued
-            queued = 0
-    if queued:
-        _raise_errors(pipe.execute(raise_on_error=False), "XADDs")
-        result.written += queued
+    chunk: list[tuple[Any, ...]] = []
+    with wire.connection(client) as conn:
+        for row in rows:
+            entry = layout.entry(row)
+            if entry is None:
+                result.skipped_rows += 1
+                continue
+            stream, entry_id, pairs = entry
+            chunk.append(("XADD", stream, *trim, entry_id, *pairs))
+            if len(chunk) == wopts.batch_size:
+                _raise_errors(wire.roundtrip(conn, chunk), "XADDs")
+                result.written += len(chunk)
+                chunk = []
+        _raise_errors(wire.roundtrip(conn, chunk), "XADDs")
+        result.written += len(chunk)
     return result
 
 
@@ -168,48 +179,54 @@ def write_once(
     marker_field: str,
     batch_id: int,
 ) -> WriteResult:
-    """Idempotent writes: one MULTI/EXEC per task, guarded by per-stream markers."""
+    """Idempotent writes: one MULTI/EXEC per task, guarded by per-stream markers.
+
+    The transaction is sent in chunks of ``batchSize`` commands (each answered with
+    QUEUED) so neither side buffers the whole partition at once.
+    """
     result = WriteResult()
-    by_stream: dict[str, list[tuple[str, list[bytes | str]]]] = {}
+    trim = wopts.trim_args()
+    by_stream: dict[str, list[tuple[Any, ...]]] = {}
     for row in rows:
         entry = layout.entry(row)
         if entry is None:
             result.skipped_rows += 1
             continue
         stream, entry_id, pairs = entry
-        by_stream.setdefault(stream, []).append((entry_id, pairs))
+        by_stream.setdefault(stream, []).append(("XADD", stream, *trim, entry_id, *pairs))
     if not by_stream:
         return result
     keys = [marker_key(s) for s in by_stream]
-    trim = wopts.trim_args()
-    while True:
-        pipe = client.pipeline(transaction=True)
-        try:
-            pipe.watch(*keys)
-            reader: Any = pipe
-        except redis.ResponseError:  # a server without WATCH: check without the guard
-            pipe.reset()
-            reader = client
-        done = {s: reader.execute_command("HGET", marker_key(s), marker_field) for s in by_stream}
-        todo = [s for s, seen in done.items() if seen is None or int(seen) < batch_id]
-        result.skipped_streams = sorted(set(by_stream) - set(todo))
-        if not todo:
-            pipe.reset()
+    with wire.connection(client) as conn:
+        while True:
+            (watched,) = wire.roundtrip(conn, [("WATCH", *keys)])
+            if isinstance(watched, Exception) and "unknown command" not in str(watched).lower():
+                raise watched  # a server without WATCH: check without the guard
+            seen = wire.roundtrip(conn, [("HGET", key, marker_field) for key in keys])
+            todo = [
+                s
+                for s, mark in zip(by_stream, seen, strict=True)
+                if mark is None or isinstance(mark, Exception) or int(mark) < batch_id
+            ]
+            result.skipped_streams = sorted(set(by_stream) - set(todo))
+            if not todo:
+                wire.roundtrip(conn, [("UNWATCH",)])
+                return result
+            commands: list[tuple[Any, ...]] = [("MULTI",)]
+            for stream in todo:
+                commands.extend(by_stream[stream])
+                commands.append(("HSET", marker_key(stream), marker_field, batch_id))
+            for start in range(0, len(commands), wopts.batch_size):
+                # replies are QUEUED; a command refused here makes EXEC fail (EXECABORT)
+                wire.roundtrip(conn, commands[start : start + wopts.batch_size])
+            (outcome,) = wire.roundtrip(conn, [("EXEC",)])
+            if outcome is None:
+                continue  # a watched marker changed: another attempt wrote, look again
+            if isinstance(outcome, Exception):
+                raise WriteError(f"the write transaction was refused: {outcome}")
+            _raise_errors(outcome, "XADDs in the transaction")
+            result.written = len(commands) - 1 - len(todo)
             return result
-        pipe.multi()
-        count = 0
-        for stream in todo:
-            for entry_id, pairs in by_stream[stream]:
-                pipe.execute_command("XADD", stream, *trim, entry_id, *pairs)
-                count += 1
-            pipe.execute_command("HSET", marker_key(stream), marker_field, batch_id)
-        try:
-            results = pipe.execute(raise_on_error=False)
-        except redis.WatchError:
-            continue  # another attempt of this task wrote meanwhile: look again
-        _raise_errors(results, "XADDs in the transaction")
-        result.written = count
-        return result
 
 
 def _task_context() -> Any:
@@ -218,8 +235,8 @@ def _task_context() -> Any:
     return TaskContext.get()
 
 
-class XStreamWriter(DataSourceWriter):
-    """Batch writes (``df.write.format("xstream")``)."""
+class XStreamWriter(DataSourceArrowWriter):
+    """Batch writes (``df.write.format("xstream")``); Spark hands over Arrow batches."""
 
     def __init__(self, schema: StructType, wopts: opt.WriteOptions) -> None:
         self.wopts = wopts
@@ -227,37 +244,39 @@ class XStreamWriter(DataSourceWriter):
         # one id per write job, shared by its tasks: a retried task finds its markers
         self.write_id = "write-" + uuid.uuid4().hex
 
-    def write(self, iterator: Iterator[Any]) -> WriteResult:
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteResult:
         client = opt.client(self.wopts.conn)
+        rows = arrow_rows(iterator)
         if not self.wopts.idempotent:
-            return write_pipelined(client, self.layout, self.wopts, iterator)
+            return write_pipelined(client, self.layout, self.wopts, rows)
         ctx = _task_context()
         part = ctx.partitionId() if ctx is not None else 0
-        return write_once(client, self.layout, self.wopts, iterator, f"{self.write_id}:{part}", 0)
+        return write_once(client, self.layout, self.wopts, rows, f"{self.write_id}:{part}", 0)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         total = sum(m.written for m in messages if isinstance(m, WriteResult))
         log.info("xstream batch write committed: %d entries", total)
 
 
-class XStreamStreamWriter(DataSourceStreamWriter):
+class XStreamStreamWriter(DataSourceStreamArrowWriter):
     """Streaming writes; idempotent per (query, batch, partition) unless disabled."""
 
     def __init__(self, schema: StructType, wopts: opt.WriteOptions) -> None:
         self.wopts = wopts
         self.layout = RowLayout(schema, wopts)
 
-    def write(self, iterator: Iterator[Any]) -> WriteResult:
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteResult:
         client = opt.client(self.wopts.conn)
+        rows = arrow_rows(iterator)
         if not self.wopts.idempotent:
-            return write_pipelined(client, self.layout, self.wopts, iterator)
+            return write_pipelined(client, self.layout, self.wopts, rows)
         ctx = _task_context()
         query_id = ctx.getLocalProperty(QUERY_ID_PROPERTY) if ctx is not None else None
         batch_id = ctx.getLocalProperty(BATCH_ID_PROPERTY) if ctx is not None else None
         if query_id is None or batch_id is None:
             raise WriteError("idempotent streaming write outside a streaming query task")
         marker_field = f"{query_id}:{ctx.partitionId()}"
-        return write_once(client, self.layout, self.wopts, iterator, marker_field, int(batch_id))
+        return write_once(client, self.layout, self.wopts, rows, marker_field, int(batch_id))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         total = sum(m.written for m in messages if isinstance(m, WriteResult))
