@@ -323,7 +323,7 @@ class Server:
             self.persistence.load()
         await self.listen()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            self.loop.add_signal_handler(sig, self.request_shutdown, False)
+            self.loop.add_signal_handler(sig, self._shutdown_signal, sig)
         self.loop.add_signal_handler(signal.SIGHUP, self.log.reopen)
         self.log.notice(f"Server initialized, xstreamd (Redis {VERSION} compatible)")
         self.log.notice(f"Ready to accept connections tcp on port {self.tcp_port}")
@@ -331,10 +331,23 @@ class Server:
         force = await self.shutdown_requested
         await self.shutdown(force)
 
-    def request_shutdown(self, nosave: bool) -> None:
+    def request_shutdown(self, nosave: bool,
+                         message: str = "Received shutdown request, scheduling shutdown...",
+                         ) -> None:
         if self.shutdown_requested is not None and not self.shutdown_requested.done():
-            self.log.warning("Received shutdown request, scheduling shutdown...")
+            self.log.warning(message)
             self.shutdown_requested.set_result(nosave)
+
+    def _shutdown_signal(self, sig: int) -> None:
+        """SIGTERM/SIGINT: a graceful shutdown, as Redis's sigShutdownHandler; a second
+        SIGINT while it runs exits at once."""
+        if self.shutdown_requested is not None and self.shutdown_requested.done():
+            if sig == signal.SIGINT:
+                self.log.warning("You insist... exiting now.")
+                os._exit(1)
+            return
+        name = signal.Signals(sig).name
+        self.request_shutdown(False, f"Received {name} scheduling shutdown...")
 
     async def shutdown(self, nosave: bool) -> None:
         self.log.warning("User requested shutdown...")
