@@ -102,6 +102,8 @@ class AofWriter:
         self.write_error: OSError | None = None
         self.fsync_error: OSError | None = None  # an `always` fsync that failed
         self.delayed_fsync = 0
+        self.fresh = False  # commands were added since the owner last cleared this
+        self.inject_errno = 0  # test hook (DEBUG AOF-WRITE-ERROR): writes fail with this errno
         # MULTI/EXEC: commands of a transaction are collected and written as one unit.
         self._txn: list[tuple[int, bytes]] | None = None
         self._txn_depth = 0
@@ -133,10 +135,11 @@ class AofWriter:
             return
         fd, self.fd = self.fd, -1
         self.worker.drain()  # no queued fsync may run on a closed (maybe reused) descriptor
-        try:
-            self.fsync_fn(fd)
-        except OSError:
-            pass
+        if self.unsynced:
+            try:
+                self.fsync_fn(fd)
+            except OSError:
+                pass
         os.close(fd)
         self.unsynced = False
 
@@ -154,6 +157,7 @@ class AofWriter:
 
     def _append(self, db: int, data: bytes) -> None:
         was_empty = not self.buf
+        self.fresh = True
         if db != self.selected_db:
             self.buf += encode_command([b"SELECT", str(db).encode()])
             self.selected_db = db
@@ -212,8 +216,11 @@ class AofWriter:
         buf = self.buf
         done = 0
         try:
-            while done < len(buf):
-                done += os.write(self.fd, memoryview(buf)[done:])
+            if self.inject_errno:
+                raise OSError(self.inject_errno, os.strerror(self.inject_errno))
+            done = os.write(self.fd, buf)
+            while done < len(buf):  # rare for regular files: copy the rest
+                done += os.write(self.fd, buf[done:])
         except OSError as exc:
             if done:
                 done = self._undo_partial(done)

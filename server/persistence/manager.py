@@ -103,6 +103,7 @@ class Persistence:
         server.refusal_checks.append(self.refuse)
         server.debug_handlers["reload"] = self.loader.debug_reload
         server.debug_handlers["loadaof"] = self.loader.debug_loadaof
+        server.debug_handlers["aof-write-error"] = self._debug_write_error
         config.on_change("appendonly", self._set_appendonly)
         config.on_change("appendfsync", self._set_appendfsync)
         config.on_change("dir", self._set_dir)
@@ -146,19 +147,22 @@ class Persistence:
         writer = self.writer
         if not writer.is_open:
             return
+        fresh = writer.fresh
+        writer.fresh = False
         if writer.buf or writer.unsynced or writer.error is not None:
             ok = writer.flush()
             if not ok:
-                self._write_failed()
+                self._write_failed(fresh)
                 return
         if writer.write_error is None and writer.fsync_error is None:
             self._write_recovered()
 
-    def _write_failed(self) -> None:
+    def _write_failed(self, fresh: bool) -> None:
         writer = self.writer
         server = self.server
-        if writer.policy == "always":
-            # Nothing of this batch is on disk: its replies wait until it is (never a lie).
+        if writer.policy == "always" and fresh:
+            # The writes of this batch are not on disk: its replies wait until they are (never
+            # a lie). Later batches only read (writes get MISCONF) and are answered.
             self.held.extend(server.pending_writes)
             server.pending_writes = []
         now = time.monotonic()
@@ -433,6 +437,18 @@ class Persistence:
         self.last_bgsave_ok = True
         self.rdb_saves += 1
         self.log.notice("DB saved on disk")
+
+    def _debug_write_error(self, client: Client, argv: list[bytes]) -> object:
+        """DEBUG AOF-WRITE-ERROR <errno>: make AOF writes fail with errno (0 stops it), to test
+        the MISCONF path without filling a disk."""
+        from protocol.encoder import OK
+        from server.errors import CommandError
+        from server.parsing import parse_int
+
+        if len(argv) != 3:
+            raise CommandError("ERR wrong number of arguments for 'debug|aof-write-error'")
+        self.writer.inject_errno = max(0, parse_int(argv[2]))
+        return OK
 
     # -- configuration ------------------------------------------------------------------------
     def _set_appendonly(self, value: bool) -> None:

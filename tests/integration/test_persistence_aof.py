@@ -1,0 +1,246 @@
+"""The append-only file against real server processes: replaying random command histories
+rebuilds the same data (XINFO STREAM FULL compared before and after a restart), the files and
+commands written, rewrites (manual and automatic), runtime CONFIG SET, INFO fields."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import redis
+
+from tests.integration.test_persistence_support import (
+    History,
+    connect,
+    dump_state,
+    files_in,
+    info,
+    start,
+    wait_for,
+    wait_idle,
+)
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd") == "redis",
+    reason="xstreamd's files and restarts")
+
+
+def _aof_dir(workdir: str) -> str:
+    return os.path.join(workdir, "appendonlydir")
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_replay_rebuilds_the_same_streams_groups_and_pels(tmp_path, seed: int) -> None:
+    workdir = str(tmp_path)
+    proc = start(workdir, "--appendfsync", "always")
+    try:
+        ok = History(seed).run(proc, 700)
+        assert ok > 300
+        before = dump_state(proc, volatile_times=False)
+        before_exact = dump_state(proc)
+        assert any(v[0] == b"stream" and v[1][b"groups"] for v in before[0].values())
+    finally:
+        proc.stop()
+    proc = start(workdir)
+    try:
+        # Consumers' seen-time/active-time are the only difference: XCLAIM cannot carry them.
+        assert dump_state(proc, volatile_times=False) == before
+        after_exact = dump_state(proc)
+        assert [sorted(db) for db in after_exact] == [sorted(db) for db in before_exact]
+        r = connect(proc)
+        assert info(r)["aof_enabled"] == 1
+        assert r.execute_command("DEBUG", "LOADAOF") == b"OK"
+        assert dump_state(proc, volatile_times=False) == before
+    finally:
+        proc.stop()
+
+
+def test_rewrite_then_restart_gives_the_same_data(tmp_path) -> None:
+    workdir = str(tmp_path)
+    proc = start(workdir)
+    try:
+        History(5).run(proc, 600)
+        r = connect(proc)
+        incr_before = _read(os.path.join(_aof_dir(workdir), "appendonly.aof.1.incr.aof"))
+        assert b"XCLAIM" in incr_before and b"SELECT" in incr_before
+        assert r.bgrewriteaof() in (True, b"Background append only file rewriting started")
+        wait_idle(r)
+        i = info(r)
+        assert i["aof_rewrites"] == 1 and i["aof_last_bgrewrite_status"] == "ok"
+        names = files_in(_aof_dir(workdir))
+        assert names == ["appendonly.aof.2.base.aof", "appendonly.aof.2.incr.aof",
+                         "appendonly.aof.manifest"]
+        base = _read(os.path.join(_aof_dir(workdir), "appendonly.aof.2.base.aof"))
+        assert b"XREADGROUP" not in base and b"XSETID" in base
+        # writes during and after the rewrite land in the new incr file
+        History(6).run(proc, 200)
+        before = dump_state(proc, volatile_times=False, layout=False)
+    finally:
+        proc.stop()
+    proc = start(workdir)
+    try:
+        assert dump_state(proc, volatile_times=False, layout=False) == before
+    finally:
+        proc.stop()
+
+
+def test_rewrite_with_snapshot_base_keeps_everything_exactly(tmp_path) -> None:
+    workdir = str(tmp_path)
+    proc = start(workdir, "--aof-use-rdb-preamble", "yes")
+    try:
+        History(9).run(proc, 500)
+        r = connect(proc)
+        r.bgrewriteaof()
+        wait_idle(r)
+        base = _read(os.path.join(_aof_dir(workdir), "appendonly.aof.2.base.aof"))
+        assert base.startswith(b"XSNAP")
+        before = dump_state(proc)  # times and node layout included
+    finally:
+        proc.stop()
+    proc = start(workdir)
+    try:
+        assert dump_state(proc) == before
+    finally:
+        proc.stop()
+
+
+def test_transactions_selects_and_expiry_in_the_file(tmp_path) -> None:
+    workdir = str(tmp_path)
+    proc = start(workdir)
+    try:
+        r = connect(proc)
+        pipe = r.pipeline(transaction=True)
+        pipe.set("a", "1")
+        pipe.xadd("s", {"f": "v"}, id="5-1")
+        pipe.execute()
+        r1 = connect(proc, 1)
+        r1.set("other", "x")
+        r.expire("a", 1000)
+        r.set("gone", "x", px=1)
+        wait_for(lambda: r.get("gone") is None, what="expiry")
+        commands = _read(os.path.join(_aof_dir(workdir), "appendonly.aof.1.incr.aof"))
+        assert commands.index(b"MULTI") < commands.index(b"5-1") < commands.index(b"EXEC")
+        assert b"SELECT\r\n$1\r\n1" in commands
+        assert b"PEXPIREAT" in commands and b"EXPIRE\r\n" not in commands
+        assert commands.rstrip().endswith(b"DEL\r\n$4\r\ngone")
+        ttl_before = r.pexpiretime("a")
+    finally:
+        proc.stop()
+    proc = start(workdir)
+    try:
+        r = connect(proc)
+        assert r.get("a") == b"1" and r.pexpiretime("a") == ttl_before
+        assert r.xrange("s") == [(b"5-1", {b"f": b"v"})]
+        assert connect(proc, 1).get("other") == b"x"
+        assert r.get("gone") is None
+    finally:
+        proc.stop()
+
+
+def test_auto_rewrite_on_growth(tmp_path) -> None:
+    workdir = str(tmp_path)
+    proc = start(workdir, "--auto-aof-rewrite-min-size", "20kb",
+                 "--auto-aof-rewrite-percentage", "100")
+    try:
+        r = connect(proc)
+        pipe = r.pipeline(transaction=False)
+        for _ in range(600):
+            pipe.xadd("s", {"f": "x" * 20}, maxlen=10, approximate=False)
+        pipe.execute()
+        wait_for(lambda: info(r)["aof_rewrites"] >= 1, what="an automatic rewrite")
+        wait_idle(r)
+        i = info(r)
+        assert i["aof_base_size"] < 20 * 1024  # ten entries left: compact
+        assert r.xlen("s") == 10
+        expected = r.xrange("s")
+    finally:
+        proc.stop()
+    proc = start(workdir)
+    try:
+        assert connect(proc).xrange("s") == expected
+    finally:
+        proc.stop()
+
+
+def test_appendonly_turned_on_and_off_at_runtime(tmp_path) -> None:
+    workdir = str(tmp_path)
+    proc = start(workdir, "--appendonly", "no")
+    try:
+        r = connect(proc)
+        r.xadd("s", {"before": "1"}, id="1-1")
+        assert info(r)["aof_enabled"] == 0
+        assert not os.path.exists(_aof_dir(workdir))
+        assert r.config_set("appendonly", "yes")
+        wait_idle(r)
+        assert info(r)["aof_enabled"] == 1
+        r.xadd("s", {"after": "1"}, id="2-1")
+        assert r.config_get("appendonly") == {"appendonly": "yes"}
+    finally:
+        proc.stop(kill=True)  # no clean shutdown: the files alone must hold both entries
+    proc = start(workdir)
+    try:
+        r = connect(proc)
+        assert [e[0] for e in r.xrange("s")] == [b"1-1", b"2-1"]
+        r.config_set("appendonly", "no")
+        assert info(r)["aof_enabled"] == 0
+        r.xadd("s", {"off": "1"}, id="3-1")  # not logged
+    finally:
+        proc.stop()
+    proc = start(workdir)
+    try:
+        assert [e[0] for e in connect(proc).xrange("s")] == [b"1-1", b"2-1"]
+    finally:
+        proc.stop()
+
+
+def test_appendfsync_config_and_info_fields(tmp_path) -> None:
+    proc = start(str(tmp_path))
+    try:
+        r = connect(proc)
+        assert r.config_get("appendfsync") == {"appendfsync": "everysec"}
+        for policy in ("always", "no", "everysec"):
+            assert r.config_set("appendfsync", policy)
+            r.set("k", policy)
+        with pytest.raises(redis.ResponseError):
+            r.config_set("appendfsync", "sometimes")
+        i = info(r)
+        for field in ("aof_enabled", "aof_rewrite_in_progress", "aof_rewrite_scheduled",
+                      "aof_last_rewrite_time_sec", "aof_current_rewrite_time_sec",
+                      "aof_last_bgrewrite_status", "aof_last_write_status",
+                      "rdb_last_save_time", "rdb_changes_since_last_save",
+                      "rdb_bgsave_in_progress", "rdb_last_bgsave_status", "aof_current_size",
+                      "aof_base_size", "aof_buffer_length", "loading"):
+            assert field in i, field
+        assert i["aof_last_write_status"] == "ok"
+        assert i["aof_current_size"] > 0 and i["aof_buffer_length"] == 0
+        assert i["rdb_changes_since_last_save"] == 3
+    finally:
+        proc.stop()
+
+
+@pytest.mark.xfail(strict=False, reason="XREADGROUP history reads (explicit ID) bump delivery "
+                   "count and time without propagating them, as Redis does; durability would "
+                   "need an XCLAIM per re-delivered entry (requested from the groups module)")
+def test_history_reads_survive_replay(tmp_path) -> None:
+    workdir = str(tmp_path)
+    proc = start(workdir)
+    try:
+        r = connect(proc)
+        r.xadd("s", {"f": "v"}, id="1-1")
+        r.xgroup_create("s", "g", "0")
+        r.xreadgroup("g", "c", {"s": ">"})
+        r.xreadgroup("g", "c", {"s": "0"})  # the consumer's history: second delivery
+        before = r.xpending_range("s", "g", "-", "+", 10)
+        assert before[0]["times_delivered"] == 2
+    finally:
+        proc.stop()
+    proc = start(workdir)
+    try:
+        assert connect(proc).xpending_range("s", "g", "-", "+", 10) == before
+    finally:
+        proc.stop()

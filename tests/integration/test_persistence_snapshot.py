@@ -1,0 +1,244 @@
+"""Snapshots with real processes: SAVE, BGSAVE, LASTSAVE, DEBUG RELOAD, save rules, SHUTDOWN,
+loading at start (and seeding a new AOF from it), children running one at a time with Redis's
+replies, MISCONF after a failed BGSAVE."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+import redis
+
+from tests.helpers import ServerProcess, redis_server_path
+from tests.integration.test_persistence_support import (
+    History,
+    connect,
+    dump_state,
+    info,
+    start,
+    wait_for,
+    wait_idle,
+)
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd") == "redis",
+    reason="xstreamd's files and restarts")
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(x) for x in fh.read().split()]
+    except OSError:
+        return []
+
+
+def test_save_and_restart_from_the_snapshot_is_exact(tmp_path) -> None:
+    workdir = str(tmp_path)
+    proc = start(workdir, "--appendonly", "no")
+    try:
+        History(21).run(proc, 500)
+        r = connect(proc)
+        before_save = r.lastsave()
+        time.sleep(1.05)  # LASTSAVE has a one-second resolution
+        assert r.save() is True
+        assert r.lastsave() > before_save
+        assert info(r)["rdb_changes_since_last_save"] == 0
+        state = dump_state(proc)  # seen-time, active-time and node layout included
+    finally:
+        proc.stop()
+    assert os.path.exists(os.path.join(workdir, "dump.xsnap"))
+    proc = start(workdir, "--appendonly", "no")
+    try:
+        assert dump_state(proc) == state
+        assert info(connect(proc))["rdb_last_load_keys_loaded"] > 0
+    finally:
+        proc.stop()
+
+
+def test_debug_reload_keeps_everything(tmp_path) -> None:
+    proc = start(str(tmp_path))
+    try:
+        History(22).run(proc, 500)
+        before = dump_state(proc)
+        r = connect(proc)
+        assert r.execute_command("DEBUG", "RELOAD") == b"OK"
+        assert dump_state(proc) == before
+        r.xadd("s1", {"after": "reload"})  # the reloaded streams take writes
+        assert r.execute_command("DEBUG", "RELOAD", "NOSAVE") == b"OK"
+        assert b"after" not in str(r.xrevrange("s1", count=1)).encode()
+    finally:
+        proc.stop()
+
+
+def test_bgsave_in_a_child(tmp_path) -> None:
+    workdir = str(tmp_path)
+    proc = start(workdir, "--appendonly", "no")
+    try:
+        r = connect(proc)
+        for i in range(50):
+            r.xadd("s", {"i": i})
+        assert r.bgsave() is True
+        wait_idle(r)
+        i = info(r)
+        assert i["rdb_last_bgsave_status"] == "ok" and i["rdb_saves"] == 1
+        assert i["rdb_changes_since_last_save"] == 0
+        entries = r.xrange("s")
+    finally:
+        proc.stop()
+    proc = start(workdir, "--appendonly", "no")
+    try:
+        assert connect(proc).xrange("s") == entries
+    finally:
+        proc.stop()
+
+
+def test_shutdown_saves_when_save_rules_exist(tmp_path) -> None:
+    workdir = str(tmp_path)
+    proc = start(workdir, "--appendonly", "no", "--save", "3600 1")
+    connect(proc).set("k", "kept")
+    proc.stop()  # SIGTERM: a clean shutdown saves
+    proc = start(workdir, "--appendonly", "no")
+    try:
+        r = connect(proc)
+        assert r.get("k") == b"kept"
+        r.config_set("save", "3600 1")
+        r.set("k", "lost")
+        try:
+            r.shutdown(nosave=True)
+        except redis.ConnectionError:
+            pass
+        proc.proc.wait(15)
+    finally:
+        proc.stop()
+    proc = start(workdir, "--appendonly", "no")
+    try:
+        assert connect(proc).get("k") == b"kept"
+    finally:
+        proc.stop()
+
+
+def test_save_rule_triggers_a_background_save(tmp_path) -> None:
+    proc = start(str(tmp_path), "--appendonly", "no", "--save", "1 2")
+    try:
+        r = connect(proc)
+        r.set("a", "1")
+        r.set("b", "2")
+        wait_for(lambda: info(r)["rdb_saves"] >= 1, timeout=10, what="a save by rule")
+        assert os.path.exists(os.path.join(str(tmp_path), "dump.xsnap"))
+    finally:
+        proc.stop()
+
+
+def test_snapshot_seeds_the_aof_when_there_is_none(tmp_path) -> None:
+    workdir = str(tmp_path)
+    proc = start(workdir, "--appendonly", "no")
+    try:
+        r = connect(proc)
+        r.xadd("s", {"f": "v"}, id="1-1")
+        r.xgroup_create("s", "g", "0")
+        r.xreadgroup("g", "c", {"s": ">"})
+        r.save()
+        before = dump_state(proc, volatile_times=False)
+    finally:
+        proc.stop()
+    proc = start(workdir)  # appendonly yes: no AOF yet, so the snapshot is loaded...
+    try:
+        assert dump_state(proc, volatile_times=False) == before
+        assert "Creating AOF base file" in proc.read_log()
+    finally:
+        proc.stop()
+    os.unlink(os.path.join(workdir, "dump.xsnap"))
+    proc = start(workdir)  # ...and the AOF created from it holds everything
+    try:
+        assert dump_state(proc, volatile_times=False) == before
+    finally:
+        proc.stop()
+
+
+def _child_interplay(proc: ServerProcess) -> list[str]:
+    """Replies of SAVE/BGSAVE/BGREWRITEAOF while slow children run, as text."""
+    r = redis.Redis(host=proc.host, port=proc.port)
+    for name in ("SAVE", "BGSAVE", "BGREWRITEAOF"):
+        r.set_response_callback(name, lambda reply, **_: reply)  # the raw status text
+    pipe = r.pipeline(transaction=False)
+    for i in range(40):
+        pipe.set(f"k{i}", i)
+    pipe.execute()
+    r.config_set("rdb-key-save-delay", "50000")
+    out = []
+
+    def run(*args: str) -> None:
+        try:
+            reply = r.execute_command(*args)
+            out.append(reply.decode() if isinstance(reply, bytes) else str(reply))
+        except redis.ResponseError as exc:
+            out.append(f"ERR {exc}" if not str(exc).startswith("ERR") else str(exc))
+
+    run("BGSAVE")
+    run("BGSAVE")
+    run("SAVE")
+    run("BGREWRITEAOF")
+    r.config_set("rdb-key-save-delay", "0")
+    os.kill(_children(proc.proc.pid)[0], 9)  # end the slow BGSAVE: the scheduled rewrite runs
+    wait_for(lambda: r.info("persistence")["aof_rewrite_in_progress"] == 0
+             and r.info("persistence")["aof_rewrite_scheduled"] == 0, what="the rewrite")
+    r.config_set("rdb-key-save-delay", "50000")
+    run("BGREWRITEAOF")
+    run("BGREWRITEAOF")
+    run("BGSAVE")
+    run("BGSAVE", "SCHEDULE")
+    r.config_set("rdb-key-save-delay", "0")
+    os.kill(_children(proc.proc.pid)[0], 9)
+    r.close()
+    return out
+
+
+def test_one_child_at_a_time_with_redis_replies(tmp_path) -> None:
+    proc = start(str(tmp_path))
+    try:
+        ours = _child_interplay(proc)
+    finally:
+        proc.stop()
+    assert ours == [
+        "Background saving started",
+        "ERR Background save already in progress",
+        "ERR Background save already in progress",
+        "Background append only file rewriting scheduled",
+        "Background append only file rewriting started",
+        "ERR Background append only file rewriting already in progress",
+        "ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE "
+        "SCHEDULE in order to schedule a BGSAVE whenever possible.",
+        "Background saving scheduled",
+    ]
+    if redis_server_path() is None:
+        return
+    ref = ServerProcess("redis").start()
+    try:
+        assert _child_interplay(ref) == ours
+    finally:
+        ref.stop()
+
+
+def test_failed_bgsave_refuses_writes_until_a_save_works(tmp_path) -> None:
+    proc = start(str(tmp_path), "--appendonly", "no", "--save", "3600 1",
+                 "--rdb-key-save-delay", "100000")
+    try:
+        r = connect(proc)
+        r.set("a", "1")
+        r.set("b", "2")
+        r.bgsave()
+        wait_for(lambda: _children(proc.proc.pid), what="the BGSAVE child")
+        os.kill(_children(proc.proc.pid)[0], 9)
+        wait_for(lambda: info(r)["rdb_bgsave_in_progress"] == 0, what="the failure")
+        assert info(r)["rdb_last_bgsave_status"] == "err"
+        with pytest.raises(redis.ResponseError, match="MISCONF Redis is configured to save RDB "
+                           "snapshots, but it's currently unable to persist to disk"):
+            r.set("c", "3")
+        assert r.get("a") == b"1"  # reads still work
+        r.config_set("rdb-key-save-delay", "0")
+        assert r.save()
+        assert r.set("c", "3")
+    finally:
+        proc.stop()
