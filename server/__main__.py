@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 
@@ -48,7 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"Can't chdir to '{config['dir']}': {exc.strerror}", file=sys.stderr)
         return 1
-    server = Server(config)
+    try:
+        server = Server(config)
+    except OSError as exc:  # the log file cannot be opened
+        print(f"Can't open the log file: {exc.strerror}", file=sys.stderr)
+        return 1
     from server.persistence.manager import attach
 
     try:
@@ -56,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:  # e.g. an appendfilename that is a path
         print(f"*** FATAL CONFIG FILE ERROR ***\n{exc}", file=sys.stderr)
         return 1
+    pidfile = _write_pidfile(config["pidfile"], server)
     try:
         if uvloop is not None:
             uvloop.run(server.serve())
@@ -78,7 +84,24 @@ def main(argv: list[str] | None = None) -> int:
             print(str(exc), file=sys.stderr)
             return 1
         raise
+    finally:
+        if pidfile:
+            with contextlib.suppress(OSError):
+                os.unlink(pidfile)
     return 0
+
+
+def _write_pidfile(path: str, server: object) -> str:
+    """Write our pid to `pidfile` when one is configured; failing to is only a warning."""
+    if not path:
+        return ""
+    try:
+        with open(path, "w", encoding="ascii") as fh:
+            fh.write(f"{os.getpid()}\n")
+    except OSError as exc:
+        server.log.warning(f"Failed to write PID file: {exc.strerror}")  # type: ignore[attr-defined]
+        return ""
+    return path
 
 
 if __name__ == "__main__":

@@ -36,10 +36,11 @@ def client_info_line(client: Client) -> str:
     sink = client.sink
     omem = sink.output_size() if sink is not None else 0
     reader = getattr(sink, "reader", None)
+    fd = _fileno(sink)
     qbuf = reader.pending_bytes() if reader is not None else 0
     obl = len(client.out)
     return (
-        f"id={client.id} addr={client.addr} laddr={client.laddr} fd=8 "
+        f"id={client.id} addr={client.addr} laddr={client.laddr} fd={fd} "
         f"name={_text(client.name)} age={int(now - client.created)} "
         f"idle={int(now - client.last_interaction)} flags={client.flags_text()} "
         f"db={client.db.id} sub=0 psub=0 ssub=0 multi={multi} watch={len(client.watched)} "
@@ -48,6 +49,15 @@ def client_info_line(client: Client) -> str:
         f"cmd={_text(client.last_cmd)} user={client.user} redir=-1 resp={client.protocol} "
         f"lib-name={_text(client.lib_name)} lib-ver={_text(client.lib_ver)} io-thread=0"
     )
+
+
+def _fileno(sink: object) -> int:
+    transport = getattr(sink, "transport", None)
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    try:
+        return sock.fileno() if sock is not None else -1
+    except (OSError, ValueError):
+        return -1
 
 
 @command("client|id", 2, "noscript loading stale", categories=_CAT, since="5.0.0",

@@ -171,3 +171,21 @@ def test_container_arguments() -> None:
                           ["--appendfsync", "always"])
     assert args == ["--bind", "0.0.0.0", "--dir", "/srv", "--requirepass", "pw",
                     "--appendfsync", "always"]
+
+
+def test_pidfile_and_logfile(tmp_path: Path) -> None:
+    pidfile, logfile = tmp_path / "xs.pid", tmp_path / "xs.log"
+    proc = ServerProcess(extra_args=["--appendonly", "no", "--pidfile", str(pidfile),
+                                     "--logfile", str(logfile)], workdir=str(tmp_path)).start()
+    assert proc.proc is not None
+    assert pidfile.read_text() == f"{proc.proc.pid}\n"
+    assert "Ready to accept connections" in logfile.read_text()
+    assert proc.stop(cleanup=False) == 0
+    assert not pidfile.exists()  # removed on a clean exit
+
+
+def test_unwritable_logfile(tmp_path: Path) -> None:
+    done = run_server(["--port", str(free_port()), "--logfile", str(tmp_path / "no" / "x.log")],
+                      tmp_path)
+    assert done.returncode == 1
+    assert "Can't open the log file: No such file or directory" in done.stderr
