@@ -8,7 +8,7 @@ from pyspark.sql.types import StructType
 from spark_connector import options as opt
 from spark_connector.convert import DEFAULT_SCHEMA, BatchBuilder
 from spark_connector.readers import XStreamBatchReader, XStreamStreamReader
-from spark_connector.writer import XStreamStreamWriter, XStreamWriter, marker_key
+from spark_connector.writer import XStreamStreamWriter, XStreamWriter
 
 
 class XStreamDataSource(DataSource):
@@ -38,7 +38,7 @@ class XStreamDataSource(DataSource):
             if wopts.stream is None:
                 raise opt.OptionError("overwrite needs a fixed target: set option stream")
             # Runs once, on the driver, before any task writes.
-            opt.client(wopts.conn).delete(wopts.stream, marker_key(wopts.stream))
+            opt.client(wopts.conn).delete(wopts.stream)
         return XStreamWriter(schema, wopts)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> XStreamStreamWriter:  # noqa: N802

@@ -5,13 +5,15 @@ the ``streamColumn`` column, an explicit ID from ``idColumn`` (else ``*``), and 
 other column becomes a field (a map column contributes its pairs; nulls are left out).
 
 Idempotent writes (the default for streaming): a task buffers its rows and writes
-them in one MULTI/EXEC together with a marker in the hash ``<stream>:xstream-batch``,
-field ``<writer id>:<partition>``, value = the batch ID. Before writing, the task reads
-the markers (under WATCH when the server has it) and skips every stream whose marker
-already holds this batch or a later one. The writer id is Spark's query id, which is
-kept in the checkpoint, and the batch id comes from Spark, so a micro-batch that is
-retried - a failed task, or the whole batch after a driver restart - finds its markers
-and adds nothing twice.
+them in one MULTI/EXEC together with a marker, the string key
+``<stream>:xstream-batch:<writer id>:<partition>`` set to the batch ID (strings, not a
+hash, because xstreamd only has streams and strings). Before writing, the task reads
+its markers (under WATCH) and skips every stream whose marker already holds this batch
+or a later one. For streaming the writer id is Spark's query id, which is kept in the
+checkpoint, and the batch id comes from Spark, so a micro-batch that is retried - a
+failed task, or the whole batch after a driver restart - finds its markers and adds
+nothing twice. Batch jobs (``idempotent=true``) use a random id per job and batch 0;
+their markers expire after a day, since only retries inside the job need them.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ from spark_connector import wire
 
 log = logging.getLogger("spark_connector")
 
-MARKER_SUFFIX = ":xstream-batch"
+MARKER_INFIX = ":xstream-batch:"
+BATCH_MARKER_TTL = 86_400  # seconds; batch-job markers only guard retries inside the job
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
 
@@ -55,8 +58,9 @@ class WriteResult(WriterCommitMessage):
     skipped_streams: list[str] = field(default_factory=list)  # already written (retry)
 
 
-def marker_key(stream: str) -> str:
-    return stream + MARKER_SUFFIX
+def marker_key(stream: str, marker: str) -> str:
+    """The key recording the last batch ``marker`` (writer:partition) wrote to ``stream``."""
+    return f"{stream}{MARKER_INFIX}{marker}"
 
 
 def _value(value: Any) -> bytes | str:
@@ -176,8 +180,9 @@ def write_once(
     layout: RowLayout,
     wopts: opt.WriteOptions,
     rows: Iterator[Any],
-    marker_field: str,
+    marker: str,
     batch_id: int,
+    marker_ttl: int | None = None,
 ) -> WriteResult:
     """Idempotent writes: one MULTI/EXEC per task, guarded by per-stream markers.
 
@@ -196,13 +201,14 @@ def write_once(
         by_stream.setdefault(stream, []).append(("XADD", stream, *trim, entry_id, *pairs))
     if not by_stream:
         return result
-    keys = [marker_key(s) for s in by_stream]
+    keys = [marker_key(s, marker) for s in by_stream]
+    expiry = ["EX", marker_ttl] if marker_ttl else []
     with wire.connection(client) as conn:
         while True:
             (watched,) = wire.roundtrip(conn, [("WATCH", *keys)])
             if isinstance(watched, Exception) and "unknown command" not in str(watched).lower():
                 raise watched  # a server without WATCH: check without the guard
-            seen = wire.roundtrip(conn, [("HGET", key, marker_field) for key in keys])
+            seen = wire.roundtrip(conn, [("GET", key) for key in keys])
             todo = [
                 s
                 for s, mark in zip(by_stream, seen, strict=True)
@@ -215,7 +221,7 @@ def write_once(
             commands: list[tuple[Any, ...]] = [("MULTI",)]
             for stream in todo:
                 commands.extend(by_stream[stream])
-                commands.append(("HSET", marker_key(stream), marker_field, batch_id))
+                commands.append(("SET", marker_key(stream, marker), batch_id, *expiry))
             for start in range(0, len(commands), wopts.batch_size):
                 # replies are QUEUED; a command refused here makes EXEC fail (EXECABORT)
                 wire.roundtrip(conn, commands[start : start + wopts.batch_size])
@@ -251,7 +257,8 @@ class XStreamWriter(DataSourceArrowWriter):
             return write_pipelined(client, self.layout, self.wopts, rows)
         ctx = _task_context()
         part = ctx.partitionId() if ctx is not None else 0
-        return write_once(client, self.layout, self.wopts, rows, f"{self.write_id}:{part}", 0)
+        marker = f"{self.write_id}:{part}"
+        return write_once(client, self.layout, self.wopts, rows, marker, 0, BATCH_MARKER_TTL)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         total = sum(m.written for m in messages if isinstance(m, WriteResult))
@@ -275,8 +282,8 @@ class XStreamStreamWriter(DataSourceStreamArrowWriter):
         batch_id = ctx.getLocalProperty(BATCH_ID_PROPERTY) if ctx is not None else None
         if query_id is None or batch_id is None:
             raise WriteError("idempotent streaming write outside a streaming query task")
-        marker_field = f"{query_id}:{ctx.partitionId()}"
-        return write_once(client, self.layout, self.wopts, rows, marker_field, int(batch_id))
+        marker = f"{query_id}:{ctx.partitionId()}"
+        return write_once(client, self.layout, self.wopts, rows, marker, int(batch_id))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         total = sum(m.written for m in messages if isinstance(m, WriteResult))
