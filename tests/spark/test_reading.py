@@ -118,3 +118,30 @@ def test_group_claim_read_and_ack(ropts: opt.ReadOptions, r: redis.Redis) -> Non
         ids[4].encode()
     ]
     assert grp.group_last_delivered(client, "s", "g") == ids[4]
+
+
+def test_readers_and_writers_pickle_without_connections(
+    ropts: opt.ReadOptions, r: redis.Redis
+) -> None:
+    """What Spark ships to executors holds options only; connections open where used."""
+    import pickle
+
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    from spark_connector.convert import DEFAULT_SCHEMA, BatchBuilder
+    from spark_connector.readers import XStreamStreamReader
+    from spark_connector.writer import XStreamStreamWriter
+
+    add_entries(r, "s", 3)
+    sopts = opt.ReadOptions.parse(
+        {"host": ropts.conn.host, "port": str(ropts.conn.port), "streams": "s"}, streaming=True
+    )
+    reader = XStreamStreamReader(sopts, BatchBuilder(DEFAULT_SCHEMA, sopts.metadata_columns))
+    assert reader.initialOffset()["s"]["id"]  # opens the driver-side connection
+    reader.builder.arrow_schema  # noqa: B018 - caches the Arrow schema
+    assert reader._client is not None
+    copy = pickle.loads(pickle.dumps(reader))
+    assert copy._client is None and copy.builder._arrow is None
+    wopts = opt.WriteOptions.parse({"port": str(ropts.conn.port), "stream": "x"}, streaming=True)
+    writer = XStreamStreamWriter(StructType([StructField("v", StringType())]), wopts)
+    assert b"socket" not in pickle.dumps(writer)
