@@ -3,8 +3,8 @@
 Values are stored as they are: a storage.stream.Stream, or a StringValue for the minimal
 string type. No asyncio, no RESP here.
 
-Every new key must go through Database.set() or Database.add(): SCAN's index learns about new
-keys there.
+A new key must go through Database.set() or Database.add() (SCAN's index learns about new keys
+there), or arrive with a whole new `data` dict (a reload), which makes SCAN re-index.
 """
 
 from __future__ import annotations
@@ -84,10 +84,12 @@ class _ScanIndex:
     to `pending` and are merged when the next SCAN runs. A cursor is the hash to resume from,
     so a key present during a whole iteration is returned whatever changes meanwhile."""
 
-    __slots__ = ("hashes", "keys", "pending")
+    __slots__ = ("hashes", "keys", "pending", "source")
 
-    def __init__(self, keys: Iterator[bytes] | list[bytes]) -> None:
-        pairs = sorted((scan_hash(k), k) for k in keys)
+    def __init__(self, data: dict[bytes, object]) -> None:
+        # The dict indexed: code that swaps in a whole new dict (a reload) makes it stale.
+        self.source = data
+        pairs = sorted((scan_hash(k), k) for k in data)
         self.hashes = [h for h, _ in pairs]
         self.keys = [k for _, k in pairs]
         self.pending: list[bytes] = []
@@ -244,12 +246,12 @@ class Database:
         """Visit about `count` keys in scan_hash order from cursor: (next cursor or 0, keys).
         Keys sharing a hash are always returned by the same call."""
         index = self._scan_index
-        if index is None:
-            index = self._scan_index = _ScanIndex(list(self.data))
+        if index is None or index.source is not self.data:
+            index = self._scan_index = _ScanIndex(self.data)
         else:
             index.merge_pending(self.data)
             if len(index.keys) > 2 * len(self.data) + 64:  # mostly deleted keys: rebuild
-                index = self._scan_index = _ScanIndex(list(self.data))
+                index = self._scan_index = _ScanIndex(self.data)
         hashes, keys = index.hashes, index.keys
         start = bisect_left(hashes, cursor)
         end = min(start + count, len(hashes))

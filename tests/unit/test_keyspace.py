@@ -330,3 +330,11 @@ def test_glob_agrees_with_reference(pattern: bytes, key: bytes) -> None:
 def test_glob_has_no_exponential_blowup() -> None:
     # Nested stars against a long non-matching key: quadratic at worst, so this is instant.
     assert not glob_match(b"*a*a*a*a*a*a*a*a*a*a*b", b"a" * 3000)
+
+
+def test_scan_reindexes_after_the_data_dict_is_replaced() -> None:
+    db, _ = make_db()
+    db.set(b"old", StringValue(b"v"))
+    assert scan_all(db) == [b"old"]
+    db.data = {b"new:%d" % i: StringValue(b"v") for i in range(20)}  # as a reload does
+    assert sorted(scan_all(db)) == sorted(db.data)
