@@ -14,6 +14,17 @@ _KS = "@keyspace"
 _NO_SUCH = -2
 
 
+def lookup_read(client: Client, key: bytes) -> object | None:
+    """lookupKeyRead: the value (lazily expired) and a keyspace hit or miss for INFO stats."""
+    value = client.db.get(key)
+    stats = client.server.stats
+    if value is None:
+        stats.keyspace_misses += 1
+    else:
+        stats.keyspace_hits += 1
+    return value
+
+
 def _delete_keys(client: Client, keys: list[bytes]) -> int:
     db = client.db
     server = client.server
@@ -41,8 +52,7 @@ def unlink(client: Client, argv: list[bytes]) -> object:
 @command("exists", -2, "readonly fast", keys=(1, -1, 1), categories=f"{_KS} @read @fast",
          summary="Determines whether one or more keys exist.")
 def exists(client: Client, argv: list[bytes]) -> object:
-    db = client.db
-    return sum(1 for key in argv[1:] if db.get(key) is not None)
+    return sum(1 for key in argv[1:] if lookup_read(client, key) is not None)
 
 
 @command("touch", -2, "readonly fast", keys=(1, -1, 1), categories=f"{_KS} @read @fast",
@@ -55,7 +65,7 @@ def touch(client: Client, argv: list[bytes]) -> object:
 @command("type", 2, "readonly fast", keys=(1, 1, 1), categories=f"{_KS} @read @fast",
          summary="Determines the type of value stored at a key.")
 def type_(client: Client, argv: list[bytes]) -> object:
-    value = client.db.get(argv[1])
+    value = lookup_read(client, argv[1])
     return SimpleString("none" if value is None else type_name(value))
 
 
@@ -228,7 +238,7 @@ def pexpireat(client: Client, argv: list[bytes]) -> object:
 
 def _ttl_generic(client: Client, key: bytes, ms: bool, absolute: bool) -> int:
     db = client.db
-    if db.get(key) is None:
+    if lookup_read(client, key) is None:
         return _NO_SUCH
     when = db.get_expire(key)
     if when is None:
@@ -387,7 +397,7 @@ container("object", -2, summary="A container for object introspection commands."
 @command("object|encoding", 3, "readonly", keys=(2, 2, 1), categories=f"{_KS} @read @slow",
          since="2.2.3")
 def object_encoding(client: Client, argv: list[bytes]) -> object:
-    value = client.db.get(argv[2])
+    value = lookup_read(client, argv[2])
     if value is None:
         return None
     return encoding_of(value).encode()

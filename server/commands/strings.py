@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from protocol.encoder import OK
 from server.client import Client
+from server.commands.keys import lookup_read
 from server.dispatch import command
 from server.errors import SYNTAX, CommandError, WrongTypeError
 from server.parsing import INT64_MAX, parse_int
@@ -11,7 +12,7 @@ from storage.keyspace import StringValue
 
 
 def get_string(client: Client, key: bytes) -> bytes | None:
-    value = client.db.get(key)
+    value = lookup_read(client, key)
     if value is None:
         return None
     if not isinstance(value, StringValue):

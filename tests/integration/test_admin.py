@@ -182,6 +182,17 @@ def test_info_stats_counters(c: Conn) -> None:
     assert errors == {"errorstat_ERR": "count=1"}
 
 
+def test_keyspace_hits_and_misses(c: Conn) -> None:
+    c.call("CONFIG", "RESETSTAT")
+    for args in (("GET", "a"), ("EXISTS", "a"), ("TYPE", "a"), ("TTL", "a"),
+                 ("OBJECT", "ENCODING", "a"), ("SET", "a", "1"), ("GET", "a"), ("EXISTS", "a", "b"),
+                 ("KEYS", "*"), ("SCAN", "0"), ("RENAME", "a", "b"), ("EXPIRE", "b", "100"),
+                 ("DBSIZE",)):
+        c.call(*args)
+    stats = info_fields(c.call("INFO", "stats"))
+    assert (stats["keyspace_hits"], stats["keyspace_misses"]) == ("2", "6")
+
+
 def test_info_commandstats(c: Conn) -> None:
     c.call("CONFIG", "RESETSTAT")
     c.call("SET", "k", "v")
