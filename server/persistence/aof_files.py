@@ -101,9 +101,11 @@ class AofFiles:
         self.manifest = man
         return fd, path
 
-    def install_base(self, temp_path: str, temp_incr: str | None = None) -> tuple[AofFile, str]:
+    def install_base(self, temp_path: str, temp_incr: str | None = None,
+                     keep_incr: bool = True) -> tuple[AofFile, str]:
         """Rename a finished rewrite into the next base; keep only the newest incr (or the
-        temp incr of a first rewrite, renamed to the next incr). Returns (base, incr path)."""
+        temp incr of a first rewrite, renamed to the next incr; or none at all when the AOF
+        is off and the rewrite is all there is). Returns (base, incr path)."""
         man = (self.manifest or Manifest()).copy()
         base = man.new_base(self.prefix)
         old = ([man.base] if man.base is not None else [])
@@ -112,6 +114,9 @@ class AofFiles:
             incr = man.new_incr(self.prefix)
             os.replace(temp_incr, self.path(incr.name))
             man.incrs = [incr]
+        elif not keep_incr:
+            old += man.incrs
+            man.incrs = []
         else:
             old += man.incrs[:-1]
             man.incrs = man.incrs[-1:]

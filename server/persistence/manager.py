@@ -90,6 +90,7 @@ class Persistence:
         self.rewrite_base_size = 0
         # appendfsync always: replies held back while the AOF cannot be written
         self.held: list[Client] = []
+        self.batch_writers: set[Client] = set()  # ran a write command since the last pass
         self._last_error_log = 0.0
         self._reported_error = False
         self.keys_loaded = 0
@@ -149,22 +150,26 @@ class Persistence:
             return
         fresh = writer.fresh
         writer.fresh = False
+        writers = self.batch_writers
+        if writers:
+            self.batch_writers = set()
         if writer.buf or writer.unsynced or writer.error is not None:
             ok = writer.flush()
             if not ok:
-                self._write_failed(fresh)
+                self._write_failed(writers if fresh else set())
                 return
         if writer.write_error is None and writer.fsync_error is None:
             self._write_recovered()
 
-    def _write_failed(self, fresh: bool) -> None:
+    def _write_failed(self, writers: set[Client]) -> None:
         writer = self.writer
         server = self.server
-        if writer.policy == "always" and fresh:
-            # The writes of this batch are not on disk: its replies wait until they are (never
-            # a lie). Later batches only read (writes get MISCONF) and are answered.
-            self.held.extend(server.pending_writes)
-            server.pending_writes = []
+        if writer.policy == "always" and writers:
+            # The writes of this batch are not on disk: their clients get no reply until they
+            # are (never a lie). Readers are answered; later writes get MISCONF.
+            pending = server.pending_writes
+            self.held.extend(c for c in pending if c in writers)
+            server.pending_writes = [c for c in pending if c not in writers]
         now = time.monotonic()
         if now - self._last_error_log > 30 or not self._reported_error:
             err = writer.error
@@ -194,7 +199,10 @@ class Persistence:
     def refuse(self, client: Client, spec: CommandSpec) -> str | None:
         if not spec.is_write or self.server.loading:
             return None
-        return self.misconf()
+        reason = self.misconf()
+        if reason is None and self.feeding:
+            self.batch_writers.add(client)  # its reply waits if this batch can't be written
+        return reason
 
     # -- cron ---------------------------------------------------------------------------------
     def cron(self) -> None:
@@ -330,8 +338,6 @@ class Persistence:
                                  f"{'error' if code > 0 else f'signal {-code}'}")
                 self._rewrite_failed()
             return
-        if self.aof_state == OFF and self.files.manifest is None and not self.files.exists():
-            pass  # BGREWRITEAOF with the AOF off still leaves a loadable base + manifest
         try:
             if self.files.manifest is None and self.files.exists():
                 self.files.load()
@@ -339,7 +345,9 @@ class Persistence:
             temp_incr = self.files.temp_incr_path() if first else None
             if first:
                 self.writer.flush()
-            base, incr_path = self.files.install_base(temp, temp_incr)
+            # With the AOF off the base is the whole state: older incr files are history.
+            base, incr_path = self.files.install_base(temp, temp_incr,
+                                                      keep_incr=self.aof_state != OFF)
         except (OSError, ValueError) as exc:
             _unlink(temp)
             self.log.warning(f"Error installing the rewritten AOF: {exc}")

@@ -244,3 +244,23 @@ def test_history_reads_survive_replay(tmp_path) -> None:
         assert connect(proc).xpending_range("s", "g", "-", "+", 10) == before
     finally:
         proc.stop()
+
+
+def test_rewrite_with_the_aof_off_is_the_whole_state(tmp_path) -> None:
+    workdir = str(tmp_path)
+    proc = start(workdir)
+    try:
+        r = connect(proc)
+        r.set("k", "logged")
+        r.config_set("appendonly", "no")
+        r.set("k", "latest")
+        r.bgrewriteaof()  # the old incr file must not be replayed over this base
+        wait_idle(r)
+        assert info(r)["aof_last_bgrewrite_status"] == "ok"
+    finally:
+        proc.stop()
+    proc = start(workdir)
+    try:
+        assert connect(proc).get("k") == b"latest"
+    finally:
+        proc.stop()
