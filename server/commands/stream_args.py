@@ -74,6 +74,21 @@ def lookup_stream(client: Client, key: bytes) -> Stream | None:
     return value
 
 
+def read_stream(client: Client, key: bytes) -> Stream | None:
+    """lookup_stream for read commands: also counts a keyspace hit or miss (lookupKeyRead)."""
+    stream = lookup_stream(client, key)
+    note_read(client, stream is not None)
+    return stream
+
+
+def note_read(client: Client, found: bool) -> None:
+    """Count a keyspace hit or miss for INFO stats."""
+    if found:
+        client.server.stats.keyspace_hits += 1
+    else:
+        client.server.stats.keyspace_misses += 1
+
+
 def lookup_or_create(client: Client, key: bytes) -> Stream:
     """The stream at key, created empty (and stored) when absent."""
     stream = lookup_stream(client, key)

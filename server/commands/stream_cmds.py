@@ -19,6 +19,7 @@ from server.commands.stream_args import (
     parse_range,
     parse_strict_id,
     parse_trim_args,
+    read_stream,
     trim_effect_args,
 )
 from server.dispatch import command
@@ -85,7 +86,7 @@ def xadd(client: Client, argv: list[bytes]) -> object:
 @command("xlen", 2, "readonly fast", keys=(1, 1, 1), categories=f"{_R} @fast",
          summary="Return the number of messages in a stream.", since="5.0.0", group="stream")
 def xlen(client: Client, argv: list[bytes]) -> object:
-    stream = lookup_stream(client, argv[1])
+    stream = read_stream(client, argv[1])
     return 0 if stream is None else stream.length
 
 
@@ -102,7 +103,7 @@ def _xrange(client: Client, argv: list[bytes], rev: bool) -> object:
             j += 2
         else:
             raise CommandError(SYNTAX)
-    stream = lookup_stream(client, argv[1])
+    stream = read_stream(client, argv[1])
     if stream is None:
         return EMPTY_ARRAY
     if count == 0:

@@ -11,7 +11,12 @@ from collections.abc import Callable
 
 from server.client import Client
 from server.commands.help import help_reply
-from server.commands.stream_args import format_entries, format_entry, lookup_stream, parse_ll
+from server.commands.stream_args import (
+    format_entries,
+    format_entry,
+    parse_ll,
+    read_stream,
+)
 from server.dispatch import command, container
 from server.errors import NO_SUCH_KEY, CommandError
 from server.parsing import eq
@@ -44,7 +49,7 @@ container("xinfo", -2, summary="A container for stream introspection commands.",
 @command("xinfo|stream", -3, "readonly", keys=(2, 2, 1), categories="@read @stream @slow",
          summary="Returns information about a stream.", since="5.0.0", group="stream")
 def xinfo_stream(client: Client, argv: list[bytes]) -> object:
-    stream = lookup_stream(client, argv[2])
+    stream = read_stream(client, argv[2])
     if stream is None:
         raise CommandError(NO_SUCH_KEY)
     argc = len(argv)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from server.client import Client
 from server.commands.group_common import nogroup_for_key, now_ms
-from server.commands.stream_args import lookup_stream
+from server.commands.stream_args import read_stream
 from server.commands.xinfo import register_full_groups_hook
 from server.dispatch import command
 from server.errors import NO_SUCH_KEY, CommandError
@@ -21,7 +21,7 @@ from storage.stream_id import format_id, key_to_id
 
 
 def _stream(client: Client, key: bytes) -> Stream:
-    stream = lookup_stream(client, key)
+    stream = read_stream(client, key)
     if stream is None:
         raise CommandError(NO_SUCH_KEY)
     return stream

@@ -15,10 +15,11 @@ from server.blocking import BlockRequest
 from server.client import Client
 from server.commands.stream_args import (
     format_entries,
-    lookup_stream,
+    note_read,
     parse_block_timeout,
     parse_count,
     parse_strict_id,
+    read_stream,
 )
 from server.dispatch import command
 from server.errors import SYNTAX, CommandError
@@ -113,11 +114,12 @@ def xread(client: Client, argv: list[bytes]) -> object:
     streams: list[Stream | None] = []
     after: list[StreamID] = []
     for key, arg in zip(keys, id_args, strict=True):
-        stream = lookup_stream(client, key)  # WRONGTYPE before this key's ID is parsed
+        stream = read_stream(client, key)  # WRONGTYPE before this key's ID is parsed
         streams.append(stream)
         after.append(resolve_id(stream, arg))
     served: list[tuple[bytes, list]] = []
     for key, stream, gt in zip(keys, streams, after, strict=True):
+        note_read(client, stream is not None)  # Redis looks each key up again to serve it
         if stream is not None and stream.length:
             entries = read_after(stream, gt, count)
             if entries:

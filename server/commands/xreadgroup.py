@@ -30,10 +30,10 @@ from server.commands.group_common import (
     propagate_xclaim,
 )
 from server.commands.stream_args import (
-    lookup_stream,
     parse_block_timeout,
     parse_count,
     parse_strict_id,
+    read_stream,
 )
 from server.commands.xread import stream_map_reply
 from server.dispatch import command
@@ -122,7 +122,7 @@ def _resolve(client: Client, keys: list[bytes], id_args: list[bytes],
     """Check every key (type, group) and parse its ID, in argument order."""
     out = []
     for key, arg in zip(keys, id_args, strict=True):
-        stream = lookup_stream(client, key)
+        stream = read_stream(client, key)
         group = lookup_group(stream, group_name) if stream is not None else None
         if stream is None or group is None:
             raise nogroup_key_or_group(key, group_name, _NOGROUP_SUFFIX)
