@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import socket
 import time
 from typing import TYPE_CHECKING
@@ -30,6 +31,8 @@ MAX_CLIENTS_TEXT = "ERR max number of clients reached"
 
 # Commands run between output-limit checks when a big pipelined batch arrives.
 _CHUNK = 32
+# Descriptors kept for the server's own use (listeners, log, AOF, ...): CONFIG_MIN_RESERVED_FDS.
+RESERVED_FDS = 32
 
 PROTECTED_MODE_TEXT = (
     "DENIED Redis is running in protected mode because protected mode is enabled and no password "
@@ -237,6 +240,45 @@ class Connection(asyncio.Protocol):
 
     def output_size(self) -> int:
         return self.transport.get_write_buffer_size() if self.transport else 0
+
+
+def adjust_open_files_limit(server: Server) -> None:
+    """Redis's adjustOpenFilesLimit: raise the descriptor limit to maxclients + 32, or lower
+    maxclients to what the limit allows, so running out of descriptors shows up as
+    '-ERR max number of clients reached' rather than as failed accepts."""
+    maxclients = server.config["maxclients"]
+    needed = maxclients + RESERVED_FDS
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (OSError, ValueError):
+        return
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return
+    original = soft
+    target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+    error = "the hard limit is lower"
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    except (OSError, ValueError) as exc:
+        error = str(exc)
+    log = server.log
+    if soft >= needed:
+        log.notice(f"Increased maximum number of open files to {needed} (it was originally set "
+                   f"to {original}).")
+        return
+    reduced = soft - RESERVED_FDS
+    if reduced < 1:
+        log.warning(f"Your current 'ulimit -n' of {soft} is not enough for the server to start. "
+                    f"Please increase your open file limit to at least {needed}. Exiting.")
+        raise SystemExit(1)
+    log.warning(f"You requested maxclients of {maxclients} requiring at least {needed} max file "
+                f"descriptors.")
+    log.warning(f"Server can't set maximum open files to {needed} because of OS error: {error}.")
+    log.warning(f"Current maximum open files is {soft}. maxclients has been reduced to {reduced} "
+                f"to compensate for low ulimit. If you need higher maxclients increase "
+                f"'ulimit -n'.")
+    server.config.set_from_text("maxclients", str(reduced))
 
 
 def _set_keepalive(transport: asyncio.BaseTransport, interval: int) -> None:
