@@ -321,6 +321,9 @@ class Server:
         self.shutdown_requested = self.loop.create_future()
         if self.persistence is not None:
             self.persistence.load()
+        from server.connection import adjust_open_files_limit
+
+        adjust_open_files_limit(self)
         await self.listen()
         for sig in (signal.SIGTERM, signal.SIGINT):
             self.loop.add_signal_handler(sig, self._shutdown_signal, sig)
