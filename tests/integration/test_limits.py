@@ -6,16 +6,19 @@ client-output-buffer-limit (normal class), timeout, maxmemory with noeviction.
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
 import time
 from collections.abc import Iterator
 
 import hiredis
 import pytest
 
-from tests.helpers import ServerProcess
+from tests.helpers import REPO_ROOT, ServerProcess
 from tests.integration.ops_helpers import (
     IS_REDIS,
+    TARGET,
     call,
     connect,
     info,
@@ -80,6 +83,32 @@ def test_maxclients() -> None:
         assert call(newcomer, "PING") == b"PONG"
         assert read_to_eof(connect(proc.port)) == b"-ERR max number of clients reached\r\n"
         assert call(first, "CONFIG", "GET", "maxclients") == [b"maxclients", b"2"]
+
+
+def test_maxclients_follows_a_low_descriptor_limit() -> None:
+    """With `ulimit -n 100` the default maxclients (10000) cannot be served: the server lowers
+    it to 100 - 32, says so in its log, and refuses clients past it cleanly."""
+    proc = ServerProcess(TARGET)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    with open(proc.log_path, "ab") as log:
+        proc.proc = subprocess.Popen(
+            ["sh", "-c", 'ulimit -n 100 && exec "$@"', "sh", *proc.command()],
+            stdout=log, stderr=subprocess.STDOUT, cwd=proc.dir, env=env)
+    try:
+        proc.wait_ready()
+        admin = connect(proc.port)
+        assert call(admin, "CONFIG", "GET", "maxclients") == [b"maxclients", b"68"]
+        assert "maxclients has been reduced to 68 to compensate for low ulimit" in (
+            proc.read_log())
+        assert wait_until(lambda: connected(admin) == 1)
+        clients = [connect(proc.port) for _ in range(67)]
+        for sock in clients:
+            assert call(sock, "PING") == b"PONG"
+        assert read_to_eof(connect(proc.port)) == b"-ERR max number of clients reached\r\n"
+        assert call(admin, "PING") == b"PONG"
+    finally:
+        proc.stop()
 
 
 # -- proto-max-bulk-len and client-query-buffer-limit ----------------------------------------
