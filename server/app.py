@@ -131,18 +131,28 @@ class Server:
             client.pending_cmds.extend(commands)
             return
         stats = self.stats
-        for i, argv in enumerate(commands):
-            reply = execute(client, argv)
-            stats.total_commands_processed += 1
-            if type(reply) is BlockRequest:
-                self._block_or_answer(client, reply, argv)
-                if client.blocked is not None:
-                    client.pending_cmds.extend(commands[i + 1:])
+        done = 0
+        try:
+            for argv in commands:
+                reply = execute(client, argv)
+                done += 1
+                if type(reply) is BlockRequest:
+                    self._block_or_answer(client, reply, argv)
+                    if client.blocked is not None:
+                        client.pending_cmds.extend(commands[done:])
+                        return
+                else:
+                    # Inlined write_reply: encode now, queue the client once for the batch.
+                    # (client.protocol is read per reply: HELLO 3 may switch it mid-batch.)
+                    encode_into(client.out, reply, client.protocol)
+                if client.close_after_reply:
                     return
-            else:
-                self.write_reply(client, reply)
-            if client.close_after_reply:
-                return
+        finally:
+            stats.total_commands_processed += done
+            if client.out and not client.pending_write:
+                client.pending_write = True
+                self.pending_writes.append(client)
+                self.schedule_before_sleep()
 
     def _block_or_answer(self, client: Client, request: BlockRequest, argv: list[bytes]) -> None:
         if client.in_exec:
