@@ -282,3 +282,55 @@ def test_hiredis_reads_back(value: Any) -> None:
         out = bytearray()
         encode_into(out, value, proto)
         assert bytes(out) == data
+
+
+def _generic_entries(entries: list) -> bytes:
+    """Stream entries encoded the long way (what _entries' fast path must equal)."""
+    out = [b"*%d\r\n" % len(entries)]
+    for e in entries:
+        out.append(b"*%d\r\n" % len(e))
+        for x in e:
+            if isinstance(x, list):
+                out.append(b"*%d\r\n" % len(x))
+                out += [b"$%d\r\n%b\r\n" % (len(f), f) for f in x]
+            else:
+                out.append(b"$%d\r\n%b\r\n" % (len(x), x))
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_stream_entries_fast_path(protocol: int) -> None:
+    entries = [[b"1700000000000-%d" % i, [b"f", b"v%d" % i, b"", b"x" * 100]] for i in range(5)]
+    entries.append([b"1-1", []])
+    assert encode(entries, protocol) == _generic_entries(entries)
+    out = bytearray(b"+pre\r\n")
+    encode_into(out, entries, protocol)
+    assert bytes(out) == b"+pre\r\n" + _generic_entries(entries)
+    # Nested (XREAD's RESP2 shape) and a long value (beyond the precomputed headers).
+    xread = [[b"key", entries], [b"k2", [[b"2-2", [b"f", b"y" * 5000]]]]]
+    body = b"".join(
+        b"*2\r\n$%d\r\n%b\r\n" % (len(k), k) + _generic_entries(e) for k, e in xread
+    )
+    assert encode(xread, protocol) == b"*2\r\n" + body
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        [b"1-1", None],  # XREADGROUP: a deleted pending entry
+        [b"1-1", [b"f", 5]],
+        [b"1-1", [b"f", Raw(b"+OK\r\n")]],
+        [b"1-1", (b"f", b"v")],
+        (b"1-1", [b"f", b"v"]),
+        [b"1-1", [b"f", b"v"], b"x"],
+        [7, [b"f", b"v"]],
+        [b"1-1", [b"f", "str"]],
+    ],
+)
+def test_stream_entries_shape_mismatch_falls_back(entry: Any) -> None:
+    # The first entry has the fast path's shape, the second not: same bytes as each
+    # value encoded alone (the generic path), whatever the protocol.
+    good = [b"1-0", [b"a", b"b"]]
+    for protocol in (2, 3):
+        expected = b"*2\r\n" + encode(good, protocol) + encode(entry, protocol)
+        assert encode([good, entry], protocol) == expected
