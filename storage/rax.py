@@ -62,6 +62,14 @@ def _leaf(value: object) -> _Node:
     return _Node(b"", None, True, value)
 
 
+def _step(node: _Node, j: int, parts: list[bytes]) -> _Node:
+    """Child ``j`` of ``node``, appending the edge's bytes to ``parts``."""
+    ch = node.children
+    assert ch is not None
+    parts.append(node.label if len(ch) == 1 else node.label[j : j + 1])
+    return ch[j]
+
+
 class Rax:
     """Ordered map from bytes keys to arbitrary values (None is a valid value)."""
 
@@ -141,6 +149,109 @@ class Rax:
             parts.append(node.label if len(ch) == 1 else node.label[-1:])
             node = ch[-1]
             ch = node.children
+        return b"".join(parts), node.value
+
+    def floor(self, key: bytes, strict: bool = False) -> tuple[bytes, object] | None:
+        """The (key, value) with the largest key <= ``key`` (< with ``strict``), or None.
+
+        One descent without an iterator (a stream looks up the node that may hold an
+        ID on every read): the path towards ``key`` remembers the deepest place where
+        a smaller key branches off, and the answer is found there if the path fails."""
+        node = self._root
+        parts: list[bytes] = []
+        # (depth, node, j): child j's subtree holds the answer (its last key), or
+        # the node itself when j is -1.  Deeper candidates are always larger.
+        cand: tuple[int, _Node, int] | None = None
+        i = 0
+        n = len(key)
+        while i < n:
+            if node.is_key:  # its key is a proper prefix of ``key``: smaller
+                cand = (len(parts), node, -1)
+            ch = node.children
+            if ch is None:
+                break
+            lab = node.label
+            if len(ch) == 1:
+                if key.startswith(lab, i):
+                    parts.append(lab)
+                    i += len(lab)
+                    node = ch[0]
+                    continue
+                if key[i : i + len(lab)] > lab:  # the whole subtree sorts before key
+                    cand = (len(parts), node, 0)
+                break
+            j = lab.find(key[i])
+            if j < 0:
+                j = bisect_left(lab, key[i])
+                if j:
+                    cand = (len(parts), node, j - 1)
+                break
+            if j:
+                cand = (len(parts), node, j - 1)
+            parts.append(lab[j : j + 1])
+            i += 1
+            node = ch[j]
+        else:
+            if node.is_key and not strict:
+                return b"".join(parts), node.value
+        if cand is None:
+            return None
+        depth, node, j = cand
+        del parts[depth:]
+        if j >= 0:
+            node = _step(node, j, parts)
+            ch = node.children
+            while ch is not None:  # down the right edge
+                node = _step(node, len(ch) - 1, parts)
+                ch = node.children
+        return b"".join(parts), node.value
+
+    def ceiling(self, key: bytes, strict: bool = False) -> tuple[bytes, object] | None:
+        """The (key, value) with the smallest key >= ``key`` (> with ``strict``), or None
+        (floor's mirror: the deepest place where a larger key branches off)."""
+        node = self._root
+        parts: list[bytes] = []
+        # (depth, node, j): the first key of child j's subtree is the answer.
+        cand: tuple[int, _Node, int] | None = None
+        i = 0
+        n = len(key)
+        while i < n:
+            ch = node.children
+            if ch is None:  # a key that is a proper prefix of ``key``: smaller
+                break
+            lab = node.label
+            if len(ch) == 1:
+                if key.startswith(lab, i):
+                    parts.append(lab)
+                    i += len(lab)
+                    node = ch[0]
+                    continue
+                if key[i : i + len(lab)] < lab:  # the whole subtree sorts after key
+                    cand = (len(parts), node, 0)
+                break
+            j = lab.find(key[i])
+            if j < 0:
+                j = bisect_left(lab, key[i])
+                if j < len(ch):
+                    cand = (len(parts), node, j)
+                break
+            if j + 1 < len(ch):
+                cand = (len(parts), node, j + 1)
+            parts.append(lab[j : j + 1])
+            i += 1
+            node = ch[j]
+        else:
+            if node.is_key and not strict:
+                return b"".join(parts), node.value
+            if node.children is not None:  # every descendant is larger
+                cand = (len(parts), node, 0)
+        if cand is None:
+            return None
+        depth, node, j = cand
+        del parts[depth:]
+        node = _step(node, j, parts)
+        while not node.is_key:  # down the left edge to the first key
+            node = _step(node, 0, parts)
         return b"".join(parts), node.value
 
     def iterator(self) -> RaxIterator:

@@ -455,3 +455,52 @@ def test_seek_arbitrary_binary_keys(keys, seeks):
         assert walk(it, True, 3) == skeys[pos : pos + 3]
         it.seek(op, probe)
         assert walk(it, False, 3) == skeys[max(0, pos - 2) : pos + 1][::-1]
+
+
+# floor / ceiling: the iterator-free lookups, as seeks "<=", "<", ">=", ">".
+BOUNDS = (("floor", False, "<="), ("floor", True, "<"), ("ceiling", False, ">="),
+          ("ceiling", True, ">"))  # fmt: skip
+
+
+def check_bounds(r: Rax, skeys: list[bytes], probe: bytes) -> None:
+    for method, strict, op in BOUNDS:
+        target = model_target(skeys, op, probe)
+        got = getattr(r, method)(probe, strict)
+        assert got == (None if target is None else (target, target)), (method, strict, probe)
+
+
+def test_floor_ceiling_against_model():
+    r = build(KEYS)
+    for probe in PROBES:
+        check_bounds(r, KEYS, probe)
+    empty = Rax()
+    for method, strict, _ in BOUNDS:
+        assert getattr(empty, method)(b"a", strict) is None
+        assert getattr(empty, method)(b"", strict) is None
+    only_empty_key = build([b""])
+    check_bounds(only_empty_key, [b""], b"")
+    check_bounds(only_empty_key, [b""], b"a")
+
+
+def test_floor_ceiling_stream_keys():
+    keys = [struct.pack(">QQ", 1_700_000_000_000 + i // 3, i % 3) for i in range(0, 3000, 7)]
+    r = build(keys)
+    rng = random.Random(11)
+    for _ in range(300):
+        probe = struct.pack(">QQ", 1_700_000_000_000 + rng.randrange(-5, 1010), rng.randrange(4))
+        check_bounds(r, keys, probe)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.binary(max_size=6), max_size=40),
+    st.lists(st.binary(max_size=7), max_size=20),
+    st.lists(st.binary(max_size=6), max_size=10),
+)
+def test_floor_ceiling_arbitrary_keys(keys, probes, removed):
+    r = build(keys)
+    for k in removed:
+        r.remove(k)
+    skeys = sorted(set(keys) - set(removed))
+    for probe in probes + keys[:5] + removed[:3]:
+        check_bounds(r, skeys, probe)
