@@ -34,6 +34,7 @@ __all__ = [
     "Listpack",
     "ListpackError",
     "backlen_size",
+    "cached_element",
     "decode_backlen",
     "decode_element",
     "decode_many",
@@ -166,15 +167,42 @@ def encode_str_element(value: bytes) -> bytes:
     return b"\xf0" + n.to_bytes(4, "little") + value + encode_backlen(n + 5)
 
 
+# Encoded elements of short byte strings.  Field names and small repeated values
+# (the bulk of every XADD) hit it: a dict lookup costs a fraction of the int
+# parse + encoding, and bytes objects cache their hash.  Bounded by clearing it
+# when full (cheap, and hot keys come back at once).
+_ENC_CACHE: dict[bytes, bytes] = {}
+_ENC_CACHE_MAX = 4096
+_ENC_CACHE_MAX_LEN = 63  # 6-bit string encodings
+cached_element = _ENC_CACHE.get  # bytes -> encoded element, or None if not cached
+
+
 def encode_element(value: bytes | int) -> bytes:
     """Full element bytes (encoding + data + backlen) for ``value``.
 
     Bytes that are the canonical decimal form of an int64 are stored as
     integers, exactly as Redis does (lpEncodeGetType)."""
+    if type(value) is bytes:
+        enc = cached_element(value)
+        if enc is not None:
+            return enc
+        n = len(value)
+        if n > _ENC_CACHE_MAX_LEN:
+            return _encode_bytes(value)
+        if n and value[0] in _DIGITS and (iv := string_to_int64(value)) is not None:
+            enc = encode_int_element(iv)
+        else:
+            enc = _STR6_HEAD[n] + value + _BACKLEN1[n + 1]  # n < 64: 6-bit string
+        if len(_ENC_CACHE) >= _ENC_CACHE_MAX:
+            _ENC_CACHE.clear()
+        _ENC_CACHE[value] = enc
+        return enc
     if isinstance(value, int):
         return encode_int_element(value)
-    if type(value) is not bytes:
-        value = bytes(value)  # bytearray / memoryview
+    return _encode_bytes(bytes(value))  # bytearray / memoryview
+
+
+def _encode_bytes(value: bytes) -> bytes:
     if value and value[0] in _DIGITS:  # cheap pre-check before the full parse
         iv = string_to_int64(value)
         if iv is not None:
@@ -449,11 +477,19 @@ class Listpack:
     def append_encoded(self, blob: bytes, count: int) -> None:
         """Append ``count`` already-encoded elements (concatenated encode_element
         outputs) with one header update."""
+        # _check_growth and _commit inlined: this is every XADD's write.
         buf = self.buf
         end = len(buf) - 1
-        total = self._check_growth(len(blob))
+        total = end + 1 + len(blob)
+        if total > MAX_TOTAL_BYTES:
+            raise ListpackError("listpack would exceed 2**32-1 bytes")
         buf[end:end] = blob
-        self._commit(total, count)
+        nele = buf[4] | (buf[5] << 8)
+        if nele != NUMELE_UNKNOWN:
+            nele += count
+            if nele > NUMELE_UNKNOWN:
+                nele = NUMELE_UNKNOWN
+        _pack_hdr(buf, 0, total, nele)
 
     def extend(self, values: Iterable[bytes | int]) -> None:
         encoded = [encode_element(v) for v in values]

@@ -703,3 +703,32 @@ def test_bytes_match_redis_hash_listpack(redis_ref: ServerProcess) -> None:
     finally:
         client.delete("lp")
         client.close()
+
+
+def _uncached_encoding(value: bytes) -> bytes:
+    iv = string_to_int64(value)
+    return encode_int_element(iv) if iv is not None else lpmod.encode_str_element(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(max_size=80) | st.from_regex(rb"\A-?[0-9]{1,20}\Z"), max_size=20))
+def test_encode_element_cache_is_transparent(values: list[bytes]) -> None:
+    # Twice each (the second from the cache when short), and as bytearray / memoryview.
+    for v in values + values:
+        expected = _uncached_encoding(v)
+        assert encode_element(v) == expected
+        assert encode_element(bytearray(v)) == expected
+        assert encode_element(memoryview(v)) == expected
+        assert lpmod.cached_element(v) in (None, expected)
+
+
+def test_encode_element_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lpmod, "_ENC_CACHE_MAX", 8)
+    lpmod._ENC_CACHE.clear()
+    for i in range(50):
+        assert encode_element(b"k%d" % i) == lpmod.encode_str_element(b"k%d" % i)
+        assert len(lpmod._ENC_CACHE) <= 8
+    long = b"x" * (lpmod._ENC_CACHE_MAX_LEN + 1)
+    assert encode_element(long) == lpmod.encode_str_element(long)
+    assert lpmod.cached_element(long) is None  # long strings are never cached
+    assert encode_element(b"42") == encode_int_element(42) == lpmod.cached_element(b"42")
