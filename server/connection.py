@@ -140,7 +140,9 @@ class Connection(asyncio.Protocol):
             self._protocol_error(str(exc))
             return
         if reader.pending_bytes() > server.config["client-query-buffer-limit"]:
-            server.log.warning("Closing client that reached max query buffer length")
+            server.log.warning(f"Closing client that reached max query buffer length: "
+                               f"id={client.id} addr={client.addr} "
+                               f"qbuf={reader.pending_bytes()}")
             server.stats.client_query_buffer_limit_disconnections += 1
             self.close_client()
 
@@ -164,7 +166,8 @@ class Connection(asyncio.Protocol):
         """Answer the commands before the bad frame, then the error, then close (Redis's way)."""
         client = self.client
         assert client is not None
-        self.server.log.verbose(f"Protocol error ({text}) from client: id={client.id} "
+        reason = text.removeprefix("ERR ").removeprefix("Protocol error: ")
+        self.server.log.verbose(f"Protocol error ({reason}) from client: id={client.id} "
                                 f"addr={client.addr}")
         client.out += encode(_error(text))
         client.close_after_reply = True
