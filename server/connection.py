@@ -20,8 +20,6 @@ if TYPE_CHECKING:
 _USE_HIREDIS = os.environ.get("XSTREAMD_PURE_PYTHON_READER", "") in ("", "0")
 
 _LOOPBACK_PREFIXES = ("127.", "::1", "::ffff:127.")
-# Names a bind address may use for the loopback interface.
-_LOOPBACK_BINDS = ("localhost", "::1", "::ffff:127.")
 
 # Output a client may leave unread while it still has to authenticate (Redis closes such a
 # client once more than 1 KiB waits beyond its 16 KiB static reply buffer; CVE-2025-21605).
@@ -56,7 +54,8 @@ def is_loopback_host(host: str) -> bool:
 
 def binds_loopback_only(bind: list[str]) -> bool:
     """True when every bind address is a loopback one: no outside peer can connect then, so
-    protected mode has nothing to check (Redis 7's reasoning)."""
+    protected mode has nothing to check. (Redis 7 refuses outside peers whatever the bind
+    list, as long as protected mode is on and no password is set: same result.)"""
     return all(is_loopback_host(address.lstrip("-")) for address in bind)
 
 
