@@ -27,8 +27,23 @@ def _fsync_default(fd: int) -> None:
     os.fdatasync(fd)
 
 
+try:
+    from hiredis import pack_command as _pack_command
+except ImportError:  # pragma: no cover - hiredis is a declared dependency
+    _pack_command = None
+
+
 def encode_command(argv: list[bytes]) -> bytes:
     """One command as a RESP array of bulk strings, the way Redis writes the AOF."""
+    if _pack_command is not None:
+        try:
+            return _pack_command(tuple(argv))
+        except TypeError:  # e.g. a bytearray argument
+            pass
+    return _encode_py(argv)
+
+
+def _encode_py(argv: list[bytes]) -> bytes:
     parts = [b"*%d\r\n" % len(argv)]
     for arg in argv:
         if type(arg) is not bytes:
@@ -149,11 +164,18 @@ class AofWriter:
 
     # -- feeding ------------------------------------------------------------------------------
     def feed(self, db: int, argv: list[bytes]) -> None:
-        data = encode_command(argv)
         if self._txn is not None:
-            self._txn.append((db, data))
+            self._txn.append((db, encode_command(argv)))
             return
-        self._append(db, data)
+        # _append inlined: this runs for every write command
+        buf = self.buf
+        if not buf:
+            self.on_data()
+        if db != self.selected_db:
+            buf += encode_command([b"SELECT", str(db).encode()])
+            self.selected_db = db
+        buf += encode_command(argv)
+        self.fresh = True
 
     def _append(self, db: int, data: bytes) -> None:
         was_empty = not self.buf

@@ -288,6 +288,7 @@ class Persistence:
         files = self.files
         if self.aof_state == ON:
             if not writer.flush(force_fsync=True):
+                self._rewrite_failed()  # the automatic rewrite waits before trying again
                 raise PersistenceError(
                     f"ERR Can't rewrite the append only file now: "
                     f"{os.strerror(writer.error.errno or 5) if writer.error else 'write error'}")
