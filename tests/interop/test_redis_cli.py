@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.helpers import ServerProcess
-from tests.integration.ops_helpers import IS_REDIS, call, connect, info, running
+from tests.integration.ops_helpers import call, connect, info, running
 from tests.interop.cli_pty import Pty, Repl
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-cli") is None,
@@ -135,9 +135,6 @@ def test_interactive_help_has_summary(srv: ServerProcess) -> None:
         repl.quit()
 
 
-@pytest.mark.xfail(not IS_REDIS, strict=False,
-                   reason="COMMAND DOCS has no 'arguments' yet, so redis-cli's HELP and hints "
-                          "show no syntax")
 def test_interactive_help_shows_syntax(srv: ServerProcess) -> None:
     repl = Repl(srv.port)
     try:
