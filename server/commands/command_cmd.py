@@ -1,10 +1,16 @@
 """COMMAND: the command table as clients and redis-cli read it (COUNT, INFO, DOCS, LIST,
-GETKEYS)."""
+GETKEYS, GETKEYSANDFLAGS).
+
+The documentation (arguments, complexity, history, key specs, tips) comes from
+server/commands/command_docs_table.py; flags, categories and arity from the registered specs.
+"""
 
 from __future__ import annotations
 
 from protocol.encoder import SetReply, SimpleString
 from server.client import Client
+from server.commands.command_docs import KeySpec
+from server.commands.command_docs_table import DOCS
 from server.dispatch import COMMANDS, CommandSpec, command, container
 from server.errors import SYNTAX, CommandError
 from server.parsing import eq
@@ -12,49 +18,74 @@ from storage.glob import compile_glob
 
 _CAT = "@slow @connection"
 
+# Command flags COMMAND INFO shows, in Redis's order and spelling; the others (sentinel,
+# protected, ...) are hidden as Redis hides them.
+_FLAG_ORDER = ("write", "readonly", "denyoom", "module", "admin", "pubsub", "noscript",
+               "blocking", "loading", "stale", "skip_monitor", "skip_slowlog", "asking", "fast",
+               "no_auth", "no_mandatory_keys", "no_async_loading", "no_multi", "movablekeys",
+               "allow_busy")
+# ACL categories in the order Redis lists them.
+_CATEGORY_ORDER = ("@keyspace", "@read", "@write", "@set", "@sortedset", "@list", "@hash",
+                   "@string", "@bitmap", "@hyperloglog", "@geo", "@stream", "@pubsub", "@admin",
+                   "@fast", "@slow", "@blocking", "@dangerous", "@connection", "@transaction",
+                   "@scripting")
+
 
 def _all_specs() -> list[CommandSpec]:
     return list(COMMANDS.values())
 
 
-# Commands whose keys are not simply read or updated.
-_KEY_FLAGS = {"del": ["RM", "delete"], "unlink": ["RM", "delete"]}
+def _ordered(items: list[str], order: tuple[str, ...]) -> list[str]:
+    rank = {name: i for i, name in enumerate(order)}
+    return sorted(items, key=lambda item: rank.get(item, len(order)))
 
 
-def _key_specs(spec: CommandSpec) -> SetReply:
-    # Key spec flags: the access type in capitals, the rest in lowercase, as Redis names them.
-    access = _KEY_FLAGS.get(spec.fullname) or (
-        ["RW", "update"] if spec.is_write else ["RO", "access"])
+def _flags(spec: CommandSpec) -> list[str]:
+    flags = [f.replace("-", "_") for f in spec.flags]
     if spec.key_keyword:
-        return SetReply([{
-            b"flags": SetReply([SimpleString(f) for f in access]),
-            b"begin_search": {b"type": b"keyword",
-                              b"spec": {b"keyword": spec.key_keyword.encode(), b"startfrom": 1}},
-            b"find_keys": {b"type": b"range",
-                           b"spec": {b"lastkey": -1, b"keystep": 1, b"limit": 2}},
-        }])
-    if not spec.first_key:
-        return SetReply()
-    last = spec.last_key - spec.first_key if spec.last_key >= 0 else spec.last_key
-    return SetReply([{
-        b"flags": SetReply([SimpleString(f) for f in access]),
-        b"begin_search": {b"type": b"index", b"spec": {b"index": spec.first_key}},
-        b"find_keys": {b"type": b"range",
-                       b"spec": {b"lastkey": last, b"keystep": spec.step, b"limit": 0}},
-    }])
+        flags.append("movablekeys")
+    return _ordered([f for f in dict.fromkeys(flags) if f in _FLAG_ORDER], _FLAG_ORDER)
+
+
+def _categories(spec: CommandSpec) -> list[str]:
+    # A container registered without categories is @slow, as Redis's containers are.
+    cats = list(spec.categories) or (["@slow"] if spec.subcommands else [])
+    return _ordered(cats, _CATEGORY_ORDER)
+
+
+def key_specs(spec: CommandSpec) -> list[KeySpec]:
+    """The command's key specs: documented ones, else derived from its key positions."""
+    doc = DOCS.get(spec.fullname)
+    if doc is not None and doc.keys:
+        return doc.key_specs
+    if spec.key_keyword:
+        begin: tuple[str, ...] = ("keyword", spec.key_keyword, "1")
+        find = (-1, 1, 2)
+    elif spec.first_key:
+        begin = ("index", str(spec.first_key))
+        last = spec.last_key - spec.first_key if spec.last_key >= 0 else spec.last_key
+        find = (last, spec.step, 0)
+    else:
+        return []
+    access = ("RW", "update") if spec.is_write else ("RO", "access")
+    return [KeySpec(access, begin, find)]
+
+
+def _tips(spec: CommandSpec) -> list[str]:
+    doc = DOCS.get(spec.fullname)
+    if doc is not None and doc.tips is not None:
+        return doc.tips.split()
+    return list(spec.tips)
 
 
 def command_info(spec: CommandSpec) -> list[object]:
     """One COMMAND INFO entry: flags, categories, tips and key specs are sets in RESP3."""
-    flags = list(spec.flags)
-    if spec.key_keyword and "movablekeys" not in flags:
-        flags.append("movablekeys")
     return [
-        spec.fullname.encode(), spec.arity, SetReply([SimpleString(f) for f in flags]),
+        spec.fullname.encode(), spec.arity, SetReply([SimpleString(f) for f in _flags(spec)]),
         spec.first_key, spec.last_key, spec.step,
-        SetReply([SimpleString(c) for c in spec.categories]),
-        SetReply([t.encode() for t in spec.tips]),
-        _key_specs(spec),
+        SetReply([SimpleString(c) for c in _categories(spec)]),
+        SetReply([t.encode() for t in _tips(spec)]),
+        SetReply([ks.reply() for ks in key_specs(spec)]),
         # Redis answers an empty set, not an empty array, when there are no subcommands.
         [command_info(sub) for sub in spec.subcommands.values()] if spec.subcommands
         else SetReply(),
@@ -62,15 +93,30 @@ def command_info(spec: CommandSpec) -> list[object]:
 
 
 def command_docs(spec: CommandSpec) -> dict[bytes, object]:
-    doc: dict[bytes, object] = {
+    """One COMMAND DOCS entry, fields in Redis's order (addReplyCommandDocs)."""
+    doc = DOCS.get(spec.fullname)
+    out: dict[bytes, object] = {
         b"summary": (spec.summary or f"The {spec.fullname.upper()} command.").encode(),
         b"since": spec.since.encode(),
         b"group": spec.group.encode(),
     }
+    if doc is not None:
+        if doc.complexity:
+            out[b"complexity"] = doc.complexity.encode()
+        if doc.doc_flags:
+            out[b"doc_flags"] = SetReply([SimpleString(f) for f in doc.doc_flags.split()])
+        if doc.deprecated_since:
+            out[b"deprecated_since"] = doc.deprecated_since.encode()
+        if doc.replaced_by:
+            out[b"replaced_by"] = doc.replaced_by.encode()
+        if doc.history:
+            out[b"history"] = SetReply([[v.encode(), text.encode()] for v, text in doc.history])
+        if doc.syntax:
+            out[b"arguments"] = doc.arg_replies()
     if spec.subcommands:
-        doc[b"subcommands"] = {sub.fullname.encode(): command_docs(sub)
+        out[b"subcommands"] = {sub.fullname.encode(): command_docs(sub)
                                for sub in spec.subcommands.values()}
-    return doc
+    return out
 
 
 @command("command", -1, "loading stale", categories=_CAT,
@@ -80,19 +126,25 @@ def command_(client: Client, argv: list[bytes]) -> object:
     return [command_info(spec) for spec in _all_specs()]
 
 
-container("command", -1, summary="Returns detailed information about all commands.",
-          since="2.8.13", group="server")
-# COMMAND with no subcommand answers the whole table: keep its handler on the container.
-COMMANDS[b"command"].handler = command_
+_container = container("command", -1, "loading stale",
+                       summary="Returns detailed information about all commands.",
+                       since="2.8.13", group="server")
+# COMMAND with no subcommand answers the whole table: keep its handler, categories and tips on
+# the container.
+_container.handler = command_
+_container.categories = tuple(_CAT.split())
+_container.tips = ("nondeterministic_output_order",)
 
 
-@command("command|count", 2, "loading stale", categories=_CAT, since="2.8.13", group="server")
+@command("command|count", 2, "loading stale", categories=_CAT, since="2.8.13", group="server",
+         summary="Returns a count of commands.")
 def command_count(client: Client, argv: list[bytes]) -> object:
     return len(COMMANDS)
 
 
 @command("command|info", -2, "loading stale", categories=_CAT, since="2.8.13", group="server",
-         tips="nondeterministic_output_order")
+         tips="nondeterministic_output_order",
+         summary="Returns information about one, multiple or all commands.")
 def command_info_cmd(client: Client, argv: list[bytes]) -> object:
     if len(argv) == 2:
         return [command_info(spec) for spec in _all_specs()]
@@ -112,14 +164,15 @@ def _find(name: bytes) -> CommandSpec | None:
 
 
 @command("command|docs", -2, "loading stale", categories=_CAT, since="7.0.0", group="server",
-         tips="nondeterministic_output_order")
+         tips="nondeterministic_output_order",
+         summary="Returns documentary information about one, multiple or all commands.")
 def command_docs_cmd(client: Client, argv: list[bytes]) -> object:
     specs = _all_specs() if len(argv) == 2 else [s for s in map(_find, argv[2:]) if s]
     return {spec.fullname.encode(): command_docs(spec) for spec in specs}
 
 
 @command("command|list", -2, "loading stale", categories=_CAT, since="7.0.0", group="server",
-         tips="nondeterministic_output_order")
+         tips="nondeterministic_output_order", summary="Returns a list of command names.")
 def command_list(client: Client, argv: list[bytes]) -> object:
     names: list[CommandSpec] = []
     for spec in _all_specs():
@@ -141,40 +194,101 @@ def command_list(client: Client, argv: list[bytes]) -> object:
     raise CommandError(SYNTAX)
 
 
-@command("command|getkeys", -4, "loading stale", categories=_CAT, since="2.8.13",
-         group="server", summary="Extracts the key names from an arbitrary command.")
-def command_getkeys(client: Client, argv: list[bytes]) -> object:
+def _target(argv: list[bytes]) -> tuple[CommandSpec, list[bytes]]:
+    """GETKEYS / GETKEYSANDFLAGS: the command named by argv[2:], checked as Redis does."""
     target = argv[2:]
     spec = _find(target[0])
     if spec is not None and spec.subcommands and len(target) > 1:
         spec = spec.subcommands.get(target[1].lower())
     if spec is None:
         raise CommandError("ERR Invalid command specified")
-    if not spec.first_key and not spec.key_keyword:
+    if not key_specs(spec):
         raise CommandError("ERR The command has no key arguments")
     if not spec.arity_ok(len(target)):
         raise CommandError("ERR Invalid number of arguments specified for command")
+    return spec, target
+
+
+@command("command|getkeys", -3, "loading stale", categories=_CAT, since="2.8.13",
+         group="server", summary="Extracts the key names from an arbitrary command.")
+def command_getkeys(client: Client, argv: list[bytes]) -> object:
+    spec, target = _target(argv)
     keys = keys_of(spec, target)
     if not keys:
-        raise CommandError("ERR The command has no key arguments")
+        raise CommandError("ERR Invalid arguments specified for command")
     return keys
 
 
+@command("command|getkeysandflags", -3, "loading stale", categories=_CAT, since="7.0.0",
+         group="server",
+         summary="Extracts the key names and access flags for an arbitrary command.")
+def command_getkeysandflags(client: Client, argv: list[bytes]) -> object:
+    spec, target = _target(argv)
+    keys = keys_with_specs(spec, target)
+    if not keys:
+        raise CommandError("ERR Invalid arguments specified for command")
+    return [[key, SetReply([SimpleString(f) for f in _key_flags(spec, target, ks)])]
+            for key, ks in keys]
+
+
+def _key_flags(spec: CommandSpec, argv: list[bytes], ks: KeySpec) -> tuple[str, ...]:
+    """A key's access flags; variable_flags means they depend on the arguments (SET's GET makes
+    it read the key, as Redis's setGetKeys reports)."""
+    if "variable_flags" not in ks.flags:
+        return ks.flags
+    if spec.fullname == "set" and not any(eq(arg, b"get") for arg in argv[3:]):
+        return ("OW", "update")
+    return tuple(f for f in ks.flags if f != "variable_flags")
+
+
 def keys_of(spec: CommandSpec, argv: list[bytes]) -> list[bytes]:
-    if spec.key_keyword:
-        word = spec.key_keyword.lower().encode()
-        for i, arg in enumerate(argv[1:], start=1):
-            if arg.lower() == word:
-                rest = argv[i + 1:]
-                return rest[: len(rest) // 2]
-        return []
-    if not spec.first_key:
-        return []
-    last = spec.last_key if spec.last_key >= 0 else len(argv) + spec.last_key
-    return argv[spec.first_key: last + 1: spec.step or 1]
+    return [key for key, _ in keys_with_specs(spec, argv)]
 
 
-@command("command|help", 2, "loading stale", categories=_CAT, since="5.0.0", group="server")
+def keys_with_specs(spec: CommandSpec, argv: list[bytes]) -> list[tuple[bytes, KeySpec]]:
+    """The keys of argv (a full command) with the key spec each was found by, in key spec
+    order, as Redis's getKeysUsingKeySpecs walks them."""
+    out: list[tuple[bytes, KeySpec]] = []
+    for ks in key_specs(spec):
+        if ks.find is None:
+            continue
+        if ks.begin[0] == "index":
+            first = int(ks.begin[1])
+        elif ks.begin[0] == "keyword":
+            first = _after_keyword(argv, ks.begin[1].encode(), int(ks.begin[2]))
+            if first < 0:
+                continue
+        else:
+            continue
+        last, step, limit = ks.find
+        if last >= 0:
+            stop = first + last
+        elif limit:  # keys are 1/limit of what follows (XREAD's STREAMS k1 k2 id1 id2)
+            stop = first + (len(argv) - first) // limit + last
+        else:
+            stop = len(argv) + last
+        if stop >= len(argv) or stop < first:
+            continue  # too few arguments: no keys from this spec, as Redis does
+        out.extend((argv[i], ks) for i in range(first, stop + 1, step))
+    return out
+
+
+def _after_keyword(argv: list[bytes], keyword: bytes, startfrom: int) -> int:
+    """Index of the argument after `keyword`, searched from startfrom (negative: from the end,
+    backwards); -1 when absent."""
+    word = keyword.lower()
+    if startfrom >= 0:
+        indexes = range(startfrom, len(argv))
+    else:
+        indexes = range(len(argv) + startfrom, 0, -1)
+    for i in indexes:
+        if argv[i].lower() == word:
+            return i + 1
+    return -1
+
+
+@command("command|help", 2, "loading stale", categories=_CAT, since="5.0.0", group="server",
+         summary="Returns helpful text about the different subcommands.")
 def command_help(client: Client, argv: list[bytes]) -> object:
     from server.commands.help import help_reply
 
@@ -184,8 +298,14 @@ def command_help(client: Client, argv: list[bytes]) -> object:
         "LIST", "    Return a list of all commands in this Redis server.",
         "INFO [<command-name> ...]",
         "    Return details about multiple Redis commands.",
+        "    If no command names are given, documentation details for all",
+        "    commands are returned.",
         "DOCS [<command-name> ...]",
         "    Return documentation details about multiple Redis commands.",
+        "    If no command names are given, documentation details for all",
+        "    commands are returned.",
         "GETKEYS <full-command>",
         "    Return the keys from a full Redis command.",
+        "GETKEYSANDFLAGS <full-command>",
+        "    Return the keys and the access flags from a full Redis command.",
     ])
