@@ -85,6 +85,13 @@ class Server:
         self.slowlog_threshold: int = config["slowlog-log-slower-than"]
         config.on_change("slowlog-log-slower-than",
                          lambda value: setattr(self, "slowlog_threshold", value))
+        self.query_buffer_limit: int = config["client-query-buffer-limit"]
+        config.on_change("client-query-buffer-limit",
+                         lambda value: setattr(self, "query_buffer_limit", value))
+        # (hard, soft, soft_seconds) for normal clients, None when unlimited (the default).
+        self.normal_output_limit: tuple[int, int, int] | None = None
+        self._set_output_limits(config["client-output-buffer-limit"])
+        config.on_change("client-output-buffer-limit", self._set_output_limits)
         config.on_change("proto-max-bulk-len", self._set_bulk_limit)
 
     # -- output -------------------------------------------------------------------------------
@@ -213,6 +220,10 @@ class Server:
             if reason is not None:
                 return reason
         return None
+
+    def _set_output_limits(self, limits: dict[str, tuple[int, int, int]]) -> None:
+        normal = limits.get("normal")
+        self.normal_output_limit = normal if normal and (normal[0] or normal[1]) else None
 
     def _set_bulk_limit(self, limit: int) -> None:
         """CONFIG SET proto-max-bulk-len applies to connections already open too."""

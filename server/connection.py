@@ -131,14 +131,17 @@ class Connection(asyncio.Protocol):
                     return
                 # AUTH lifts the unauthenticated limits for the next command, RESET may
                 # bring them back (an unauthenticated reader hands out one command a call).
-                reader.unauthenticated = not client.authenticated
+                if reader.unauthenticated or not client.authenticated:
+                    reader.unauthenticated = not client.authenticated
+                elif reader.error is None:
+                    break  # the reader handed out every complete command at once
                 # The reader hands out the commands before a bad frame first and raises on
                 # the next call, so ask again until it has nothing complete left.
                 commands = reader.get_commands()
         except ProtocolError as exc:
             self._protocol_error(str(exc))
             return
-        if reader.pending_bytes() > server.config["client-query-buffer-limit"]:
+        if reader.pending_bytes() > server.query_buffer_limit:
             server.log.warning(f"Closing client that reached max query buffer length: "
                                f"id={client.id} addr={client.addr} "
                                f"qbuf={reader.pending_bytes()}")
@@ -149,8 +152,8 @@ class Connection(asyncio.Protocol):
         """Run a big pipelined batch in chunks when normal clients have an output limit, so
         a client that never reads is closed after about one chunk's replies over the limit
         instead of after the whole batch's (Redis checks at every reply). False if closed."""
-        limits = self.server.config["client-output-buffer-limit"].get("normal")
-        if not limits or not (limits[0] or limits[1]):
+        limits = self.server.normal_output_limit
+        if limits is None:
             self.server.run_commands(client, commands)
             return True
         for start in range(0, len(commands), _CHUNK):
@@ -194,8 +197,8 @@ class Connection(asyncio.Protocol):
             if transport.get_write_buffer_size() > UNAUTH_OUTPUT_LIMIT:
                 self._over_output_limit(client)
             return
-        limits = self.server.config["client-output-buffer-limit"].get("normal")
-        if limits and (limits[0] or limits[1]):
+        limits = self.server.normal_output_limit
+        if limits is not None:
             self._check_output_limit(transport.get_write_buffer_size(), limits)
 
     def _check_output_limit(self, size: int, limits: tuple[int, int, int]) -> bool:
