@@ -7,7 +7,6 @@ pending list). Readers hold options only; connections are opened where they are 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,8 +27,6 @@ from spark_connector.convert import BatchBuilder
 from spark_connector.planning import Offsets, Position, RangeSpec
 from spark_connector.range_read import LossReporter, gap_loss, read_range
 from spark_connector.streams import StreamInfo
-
-log = logging.getLogger("spark_connector")
 
 
 def _read_partition(
