@@ -126,6 +126,8 @@ def test_readers_and_writers_pickle_without_connections(
     """What Spark ships to executors holds options only; connections open where used."""
     import pickle
 
+    pytest.importorskip("pyspark")
+    pytest.importorskip("pyarrow")
     from pyspark.sql.types import StringType, StructField, StructType
 
     from spark_connector.convert import DEFAULT_SCHEMA, BatchBuilder
