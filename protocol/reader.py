@@ -71,6 +71,9 @@ _SUSPECT_RE = re.compile(rb"[+=(~|]")
 # (e.g. inline commands mixed with multibulk ones), since each pass feeds it the whole rest.
 _MAX_HIREDIS_PASSES = 4
 _HIREDIS_WINDOW = 64 * 1024
+# Buffers up to this size that hold only complete canonical frames take _fast_batch: far below
+# every limit (the smallest proto-max-bulk-len is 1 MiB; 1M arguments need 4 MiB).
+_FAST_MAX = 64 * 1024
 # Canonical sizes: '$<n>\r\n' + n bytes + '\r\n' for an argument, '*<n>\r\n' for a header.
 _ITEM_SIZE = [n + 5 + len(str(n)) for n in range(8192)]
 _HEADER_SIZE = [3 + len(str(n)) for n in range(1024)]
@@ -357,8 +360,16 @@ class HiredisRequestReader(_RespParser):
         if self.unauthenticated:  # one command at a time: the Python rules suffice
             self._hr = None
             return self._get_python_commands()
-        out: list[list[bytes]] = []
         buf = self._buf
+        n = len(buf)
+        # No complete frame in n bytes can break a limit n is below: an argument is shorter
+        # than n, and a frame of k arguments takes at least 6k bytes ("$0\r\n\r\n" each).
+        if (not self._pos and not self._mbulk and 0 < n <= _FAST_MAX and buf[0] == _STAR
+                and n <= self.proto_max_bulk_len and n < 6 * self.max_multibulk_len):
+            fast = self._fast_batch()
+            if fast is not None:
+                return fast
+        out: list[list[bytes]] = []
         passes = 0
         try_hiredis = True
         try:
@@ -389,6 +400,33 @@ class HiredisRequestReader(_RespParser):
                 raise
         self._compact()
         return out
+
+    def _fast_batch(self) -> list[list[bytes]] | None:
+        """The common case in few operations: a small buffer holding only complete, canonical
+        multibulk frames (one read of unpipelined or lightly pipelined commands). Too small for
+        any limit to matter. None when anything is unusual; the general path then starts over
+        from the untouched buffer."""
+        buf = self._buf
+        if _SUSPECT_RE.search(buf) is not None:
+            return None
+        hr = hiredis.Reader()
+        hr.feed(buf)
+        cmds = []
+        try:
+            while (cmd := hr.gets()) is not False:
+                cmds.append(cmd)
+        except Exception:  # hiredis.ProtocolError: the Python rules give Redis's error
+            return None
+        # A partial frame after the complete ones makes the canonical size fall short.
+        if (
+            not cmds
+            or set(map(type, cmds)) != {list}
+            or not {bytes}.issuperset(map(type, chain.from_iterable(cmds)))
+            or _canonical_size(cmds) != len(buf)
+        ):
+            return None
+        buf.clear()
+        return cmds if all(cmds) else list(filter(None, cmds))
 
     def _hiredis_pass(self, out: list[list[bytes]]) -> bool:
         """Let hiredis read complete frames from _pos; append them to out, advance _pos.
