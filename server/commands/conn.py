@@ -16,14 +16,15 @@ WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
 
 
 @command("ping", -1, "fast sentinel", categories="@fast @connection",
-         summary="Returns the server's liveliness response.")
+         summary="Returns the server's liveliness response.", group="connection")
 def ping(client: Client, argv: list[bytes]) -> object:
     if len(argv) > 2:
         raise wrong_arity("ping")
     return argv[1] if len(argv) == 2 else PONG
 
 
-@command("echo", 2, "fast", categories="@fast @connection", summary="Returns the given string.")
+@command("echo", 2, "loading stale fast", categories="@fast @connection",
+         summary="Returns the given string.", group="connection")
 def echo(client: Client, argv: list[bytes]) -> object:
     return argv[1]
 
@@ -40,7 +41,8 @@ def check_password(client: Client, username: bytes, password: bytes) -> bool:
 
 
 @command("auth", -2, "noscript loading stale fast no-auth sentinel allow-busy",
-         categories="@fast @connection", summary="Authenticates the connection.")
+         categories="@fast @connection", summary="Authenticates the connection.",
+         group="connection")
 def auth(client: Client, argv: list[bytes]) -> object:
     if len(argv) > 3:
         raise CommandError(SYNTAX)
@@ -66,7 +68,8 @@ _HELLO_NOAUTH = (
 
 
 @command("hello", -1, "noscript loading stale fast no-auth sentinel allow-busy",
-         categories="@fast @connection", summary="Handshakes with the Redis server.", since="6.0.0")
+         categories="@fast @connection", summary="Handshakes with the Redis server.",
+         since="6.0.0", group="connection")
 def hello(client: Client, argv: list[bytes]) -> object:
     from server.commands.client_cmds import validate_name
 
@@ -116,7 +119,7 @@ def hello(client: Client, argv: list[bytes]) -> object:
 
 
 @command("select", 2, "loading stale fast", categories="@fast @connection",
-         summary="Changes the selected database.")
+         summary="Changes the selected database.", group="connection")
 def select(client: Client, argv: list[bytes]) -> object:
     index = parse_int(argv[1])
     dbs = client.server.dbs
@@ -127,14 +130,15 @@ def select(client: Client, argv: list[bytes]) -> object:
 
 
 @command("quit", -1, "noscript loading stale fast no-auth allow-busy",
-         categories="@fast @connection", summary="Closes the connection.")
+         categories="@fast @connection", summary="Closes the connection.", group="connection")
 def quit_(client: Client, argv: list[bytes]) -> object:
     client.close_after_reply = True
     return OK
 
 
 @command("reset", 1, "noscript loading stale fast no-auth allow-busy",
-         categories="@fast @connection", summary="Resets the connection.", since="6.2.0")
+         categories="@fast @connection", summary="Resets the connection.", since="6.2.0",
+         group="connection")
 def reset(client: Client, argv: list[bytes]) -> object:
     server = client.server
     client.multi = None

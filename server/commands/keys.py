@@ -115,7 +115,7 @@ def randomkey(client: Client, argv: list[bytes]) -> object:
 
 
 @command("dbsize", 1, "readonly fast", categories=f"{_KS} @read @fast",
-         summary="Returns the number of keys in the database.")
+         summary="Returns the number of keys in the database.", group="server")
 def dbsize(client: Client, argv: list[bytes]) -> object:
     return len(client.db)
 
@@ -320,7 +320,7 @@ def flush_db(client: Client, db: Database) -> None:
 
 
 @command("flushdb", -1, "write", categories=f"{_KS} @write @slow @dangerous",
-         summary="Removes all keys from the current database.")
+         summary="Removes all keys from the current database.", group="server")
 def flushdb(client: Client, argv: list[bytes]) -> object:
     _flush_mode(argv)
     flush_db(client, client.db)
@@ -329,7 +329,7 @@ def flushdb(client: Client, argv: list[bytes]) -> object:
 
 
 @command("flushall", -1, "write", categories=f"{_KS} @write @slow @dangerous",
-         summary="Removes all keys from all databases.")
+         summary="Removes all keys from all databases.", group="server")
 def flushall(client: Client, argv: list[bytes]) -> object:
     _flush_mode(argv)
     for db in client.server.dbs:
@@ -349,7 +349,7 @@ def _db_index(client: Client, raw: bytes, error: str) -> int:
 
 
 @command("swapdb", 3, "write fast", categories=f"{_KS} @write @fast @dangerous",
-         summary="Swaps two Redis databases.", since="4.0.0")
+         summary="Swaps two Redis databases.", since="4.0.0", group="server")
 def swapdb(client: Client, argv: list[bytes]) -> object:
     first = _db_index(client, argv[1], "ERR invalid first DB index")
     second = _db_index(client, argv[2], "ERR invalid second DB index")
