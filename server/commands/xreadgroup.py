@@ -41,7 +41,7 @@ from server.errors import SYNTAX, CommandError
 from server.parsing import eq, is_canonical_int
 from storage.consumer_group import Consumer, ConsumerGroup, lookup_group
 from storage.stream import Stream
-from storage.stream_id import MAX_ID, StreamID, format_id, incr_id
+from storage.stream_id import MAX_ID, StreamID, format_id, id_to_key, incr_id
 
 ERR_UNBALANCED = (
     "ERR Unbalanced 'xreadgroup' list of streams: for each stream key an ID or '>' must be "
@@ -169,6 +169,11 @@ def xreadgroup(client: Client, argv: list[bytes]) -> object:
             history = group.read_history(stream, consumer, incr_id(gt), count, now)
             served.append((key, [[format_id(eid), fields if fields is not None else NULL_ARRAY]
                                  for eid, fields in history]))
+            # Redis logs nothing for a history read, so a replayed AOF would show these
+            # entries one delivery behind; logging the new delivery data keeps it exact.
+            for eid, fields in history:
+                if fields is not None:
+                    propagate_xclaim(client, key, group, eid, group.pel.find(id_to_key(eid)))
             continue
         new = _has_new(stream, group)
         if not new and not (claim and _claimable(group, now, min_idle)):
