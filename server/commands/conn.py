@@ -20,6 +20,12 @@ WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
 def ping(client: Client, argv: list[bytes]) -> object:
     if len(argv) > 2:
         raise wrong_arity("ping")
+    # Like Redis, PING reports a persistence failure (it is how clients health-check).
+    persistence = client.server.persistence
+    if persistence is not None:
+        reason = persistence.misconf()
+        if reason is not None:
+            raise CommandError(reason)
     return argv[1] if len(argv) == 2 else PONG
 
 
