@@ -11,12 +11,12 @@ bytes; duplicate field names are allowed.  IDs are ``(ms, seq)`` tuples.
 
 from __future__ import annotations
 
+import struct
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
-from itertools import islice
 
-from storage.listpack import HEADER_SIZE, Listpack, decode_element
+from storage.listpack import HEADER_SIZE, Listpack, cached_element, decode_element
 from storage.rax import Rax
 from storage.stream_id import (
     MAX_ID,
@@ -27,20 +27,35 @@ from storage.stream_id import (
     incr_id,
     key_to_id,
 )
-from storage.stream_iter import Entry, Locate, decode_fields, iter_backward, iter_forward
+from storage.stream_iter import (
+    Entry,
+    collect_backward,
+    collect_forward,
+    decode_fields,
+    iter_backward,
+    iter_forward,
+)
 from storage.stream_node import (
     FLAG_DELETED,
+    FLAG_SAMEFIELDS,
     MAX_NODE_BYTES,
-    NodeLocator,
     StreamCorruption,
+    StreamNode,
     check_node,
+    enc_int,
     encode_entry,
     encode_master,
+    encode_values,
     entry_id_at,
+    int_cached,
+    master_info,
+    node_last_id,
+    node_layout,
     read_master,
     set_master_counts,
     skip_entry_body,
 )
+from storage.stream_seek import MARK_EVERY, mark_bytes, seek_entry
 from storage.stream_trim import trim_stream
 
 __all__ = [
@@ -65,6 +80,9 @@ _I64_MIN = -(2**63)
 _I64_MAX = 2**63 - 1
 _TWO64 = 2**64
 _M64 = UINT64_MAX
+_time_ns = time.time_ns
+_unpack_key = struct.Struct(">QQ").unpack  # key_to_id without the call
+_SAMEFIELDS = bytes((FLAG_SAMEFIELDS, 1))  # the flags element
 
 
 class StreamError(ValueError):
@@ -101,11 +119,12 @@ class Stream:
         # unknown; anything that changes the tail node's counts resets it.
         "_tail",
         "_tail_master",
+        "_tail_key",
         "_tail_names",
         "_tail_count",
         "_tail_total",
-        "_locator",  # NodeLocator, created on the first lookup inside a node
         "_head_hint",  # (listpack, size, first entry offset, end of tombstone run): trimming
+        "_seek_hint",  # where the last lookup by ID ended: see _find
     )
 
     def __init__(self) -> None:
@@ -117,13 +136,14 @@ class Stream:
         self.entries_added = 0
         self.cgroups: Rax | None = None
         self.cgroups_ref: Rax | None = None
-        self._tail: Listpack | None = None
+        self._tail: StreamNode | None = None
         self._tail_master: StreamID = MIN_ID
+        self._tail_key = b""  # id_to_key(_tail_master)
         self._tail_names: list[bytes] = []
         self._tail_count = 0  # live entries in the tail node
         self._tail_total = 0  # live + deleted entries in the tail node
-        self._locator: NodeLocator | None = None
         self._head_hint: tuple[Listpack, int, int, int] | None = None
+        self._seek_hint: tuple[StreamNode, bytes, int, StreamID, StreamID | None] | None = None
 
     def __len__(self) -> int:
         return self.length
@@ -139,7 +159,7 @@ class Stream:
 
     # --- appending ------------------------------------------------------------
 
-    def _load_tail(self) -> Listpack | None:
+    def _load_tail(self) -> StreamNode | None:
         last = self.rax.last()
         if last is None:
             self._tail = None
@@ -148,21 +168,17 @@ class Stream:
         count, deleted, names, _ = read_master(lp.buf)  # type: ignore[union-attr]
         self._tail = lp  # type: ignore[assignment]
         self._tail_master = key_to_id(key)
+        self._tail_key = key
         self._tail_names = names
         self._tail_count = count
         self._tail_total = count + deleted
         return lp  # type: ignore[return-value]
 
-    def _locate(self) -> Locate:
-        loc = self._locator
-        if loc is None:
-            loc = self._locator = NodeLocator()
-        return loc.locate
-
     def _node_changed(self, lp: Listpack) -> None:
         """A node's counts changed (or it was removed) outside append()."""
         if lp is self._tail:
             self._tail = None
+        self._seek_hint = None
 
     def next_id(
         self, id_spec: StreamID | None = None, seq_given: bool = True, now_ms: int | None = None
@@ -214,34 +230,32 @@ class Stream:
         nitems = len(fields)
         if nitems < 2 or nitems & 1:
             raise ValueError("fields must be a non-empty flat list of field/value pairs")
-        new = self.next_id(id_spec, seq_given, now_ms)
+        if id_spec is None and now_ms is None:
+            # XADD *: next_id's common cases inlined (a new ms, or the next seq).
+            now_ms = _time_ns() // 1_000_000
+            last = self.last_id
+            if now_ms > last[0]:
+                new = (now_ms, 0)
+            elif last[1] < _M64:
+                new = (last[0], last[1] + 1)
+            else:
+                new = self.next_id(None, True, now_ms)
+        else:
+            new = self.next_id(id_spec, seq_given, now_ms)
         elelen = sum(map(len, fields))
-        if elelen > MAX_NODE_BYTES:
-            raise StreamError(MSG_TOO_LARGE)
-
         tail = self._tail
         if tail is None and self.length:
             tail = self._load_tail()
         if tail is not None:
+            buf = tail.buf
             node_max = max_bytes if 0 < max_bytes <= MAX_NODE_BYTES else MAX_NODE_BYTES
-            if len(tail.buf) + elelen >= node_max or (
-                max_entries and self._tail_total >= max_entries
-            ):
-                tail.buf = bytearray(tail.buf)  # shrink to fit, as lpShrinkToFit
+            if len(buf) + elelen >= node_max or (max_entries and self._tail_total >= max_entries):
+                tail.buf = bytearray(buf)  # shrink to fit, as lpShrinkToFit
                 tail = None
-
-        names = fields[0::2]
         if tail is None:
-            head, nhead = encode_master(names)
-            body, nbody = encode_entry(fields, 0, 0, True)
-            lp = Listpack()
-            lp.append_encoded(head + body, nhead + nbody)
-            self.rax.insert(id_to_key(new), lp)
-            self._tail = lp
-            self._tail_master = new
-            self._tail_names = names
-            self._tail_count = 1
-            self._tail_total = 1
+            if elelen > MAX_NODE_BYTES:  # (an entry that fits the tail is smaller)
+                raise StreamError(MSG_TOO_LARGE)
+            self._new_node(new, fields)
         else:
             master = self._tail_master
             ms_diff = new[0] - master[0]
@@ -252,16 +266,36 @@ class Stream:
                 seq_diff &= _M64
                 if seq_diff > _I64_MAX:
                     seq_diff -= _TWO64
-            body, nbody = encode_entry(fields, ms_diff, seq_diff, names == self._tail_names)
+            names = fields[0::2]
+            if names == self._tail_names:
+                # encode_entry's SAMEFIELDS case inlined (most XADDs): flags, diffs,
+                # the values (cached encodings of short ones), lp-count.
+                encs = [*map(cached_element, fields[1::2])]
+                if None in encs:
+                    encs = encode_values(fields[1::2])
+                nbody = len(encs) + 4
+                body = b"".join(
+                    [
+                        _SAMEFIELDS,
+                        int_cached(ms_diff) or enc_int(ms_diff),
+                        int_cached(seq_diff) or enc_int(seq_diff),
+                        *encs,
+                        int_cached(nbody - 1) or enc_int(nbody - 1),  # lp-count
+                    ]
+                )
+            else:
+                body, nbody = encode_entry(fields, ms_diff, seq_diff, False)
             count = self._tail_count + 1
-            buf = tail.buf
             if count < 128 and buf[HEADER_SIZE] < 0x80:
                 buf[HEADER_SIZE] = count  # 7-bit uint stays 7-bit: rewrite in place
             elif not tail.replace_int_inplace(HEADER_SIZE, count):
                 tail.replace(HEADER_SIZE, count)
+            total = self._tail_total
+            if not total % MARK_EVERY and tail.marks is not None:  # keep the marks complete
+                tail.marks += mark_bytes(len(buf) - 1 - node_layout(tail)[2])
             tail.append_encoded(body, nbody)
             self._tail_count = count
-            self._tail_total += 1
+            self._tail_total = total + 1
 
         self.length += 1
         self.entries_added += 1
@@ -269,6 +303,24 @@ class Stream:
         if self.length == 1:
             self.first_id = new
         return new
+
+    def _new_node(self, new: StreamID, fields: list[bytes]) -> None:
+        """Start a new tail node whose master entry (and first entry) is ``new``."""
+        names = fields[0::2]
+        head, nhead = encode_master(names)
+        body, nbody = encode_entry(fields, 0, 0, True)
+        lp = StreamNode(None, None, b"")  # no entry to mark yet
+        lp.append_encoded(head + body, nhead + nbody)
+        lp.master = master_info(names, len(head) - 4)  # minus count, deleted
+        key = id_to_key(new)
+        self.rax.insert(key, lp)
+        self._seek_hint = None  # its node may no longer be the last one
+        self._tail = lp
+        self._tail_key = key
+        self._tail_master = new
+        self._tail_names = names
+        self._tail_count = 1
+        self._tail_total = 1
 
     # --- deleting ---------------------------------------------------------------
 
@@ -278,28 +330,20 @@ class Stream:
         False if there is no live entry with that ID."""
         if not self.length:
             return False
-        it = self.rax.iterator()
-        it.seek("<=", id_to_key(id))
-        if not it.next():
+        found = self._find(id)
+        if found is None:
             return False
-        key = it.key
-        lp: Listpack = it.value  # type: ignore[assignment]
+        key, lp, flags_off, _ = found
         buf = lp.buf
-        master = key_to_id(key)
-        count, deleted, names, first_off = read_master(buf)
-        flags_off = self._locate()(lp, buf, master, len(names), first_off, count + deleted, id)
-        if flags_off >= len(buf) - 1:
-            return False
-        flags = buf[flags_off]
-        eid, _ = entry_id_at(buf, flags_off, master[0], master[1])
-        if eid != id or flags & FLAG_DELETED:
-            return False
-        buf[flags_off] = flags | FLAG_DELETED  # 7-bit uint element, same size
+        buf[flags_off] |= FLAG_DELETED  # 7-bit uint element, same size
+        count, off = decode_element(buf, HEADER_SIZE)
         if count == 1:
             self.rax.remove(key)
+            self._node_changed(lp)
         else:
-            set_master_counts(lp, count - 1, deleted + 1)
-        self._node_changed(lp)
+            set_master_counts(lp, count - 1, decode_element(buf, off)[0] + 1)  # type: ignore[operator]
+            if lp is self._tail:
+                self._tail_count -= 1  # _tail_total (live + deleted) is unchanged
         self.length -= 1
         if id > self.max_deleted_entry_id:
             self.max_deleted_entry_id = id
@@ -328,38 +372,94 @@ class Stream:
         """Live entries with start <= id <= end as ``(id, fields)``, ascending
         (descending with ``rev``).  The fields list is fresh and the caller's."""
         if rev:
-            return iter_backward(self.rax, start, end, self._locate())
-        return iter_forward(self.rax, start, end, self._locate())
+            return iter_backward(self.rax, start, end)
+        return iter_forward(self.rax, start, end)
 
     def range(
         self, start: StreamID, end: StreamID, count: int = 0, rev: bool = False
     ) -> list[Entry]:
         """Like iter_range, as a list of at most ``count`` entries (0 = all)."""
-        it = self.iter_range(start, end, rev)
-        return list(islice(it, count)) if count > 0 else list(it)
+        return self._collect(start, end, count, rev, False)
+
+    def range_reply(
+        self, start: StreamID, end: StreamID, count: int = 0, rev: bool = False
+    ) -> list[list[bytes | list[bytes]]]:
+        """range() in XRANGE's reply shape: ``[[b"ms-seq", fields], ...]`` (the
+        IDs formatted while decoding, cheaper than format_id per entry)."""
+        return self._collect(start, end, count, rev, True)
+
+    def _collect(self, start: StreamID, end: StreamID, count: int, rev: bool, reply: bool) -> list:
+        if count < 0:
+            count = 0
+        if start > end:
+            return []
+        if rev:
+            node = self._node_for(end)
+            if node is None:
+                return []
+            return collect_backward(self.rax, start, end, count, reply, node)
+        node = self._node_for(start) or self.rax.first()
+        if node is None:
+            return []
+        return collect_forward(self.rax, start, end, count, reply, node)
+
+    def _node_for(self, id: StreamID) -> tuple[bytes, object] | None:
+        """(key, node) of the node that may hold ``id``: the last one whose master ID
+        is <= id.  The tail node without a rax walk when it is the one (XREAD,
+        XREADGROUP and most claims look at recent entries)."""
+        tail = self._tail
+        if tail is not None and id >= self._tail_master:
+            return self._tail_key, tail
+        return self.rax.floor(id_to_key(id))
+
+    def _find(self, id: StreamID) -> tuple[bytes, StreamNode, int, int] | None:
+        """(node key, node, flags offset, body offset) of the live entry ``id``, or
+        None.  The body starts just after the entry's seq-diff.
+
+        Consumer-group commands look IDs up in ascending runs (XREADGROUP history,
+        XCLAIM, XAUTOCLAIM): ``_seek_hint`` keeps where the last lookup ended, as
+        (node, key, entry offset relative to the first entry, that entry's ID, the
+        node's last ID or None), and a lookup of a larger ID in the same node starts
+        there, without the rax walk.  Valid while the node stays in the rax with no
+        node inserted after it (reset by _node_changed and _new_node); entries
+        never move relative to the first one."""
+        hint = self._seek_hint
+        if hint is not None and id >= hint[3]:
+            node, key, after, _, last = hint
+            if last is None and node is not self._tail:
+                last = node_last_id(node.buf, _unpack_key(key))
+                self._seek_hint = (node, key, after, hint[3], last)
+            if last is None or id <= last:
+                return self._find_in(key, node, id, after)
+        item = self._node_for(id)
+        if item is None:
+            return None
+        return self._find_in(item[0], item[1], id, 0)  # type: ignore[arg-type]
+
+    def _find_in(
+        self, key: bytes, node: StreamNode, id: StreamID, after: int
+    ) -> tuple[bytes, StreamNode, int, int] | None:
+        buf = node.buf
+        mms, mseq = _unpack_key(key)
+        names, _, first_off = node_layout(node)
+        off = seek_entry(node, buf, mms, mseq, len(names), first_off, id, after)
+        if off >= len(buf) - 1:
+            return None
+        eid, body = entry_id_at(buf, off, mms, mseq)
+        self._seek_hint = (node, key, off - first_off, eid, None)
+        if eid != id or buf[off] & FLAG_DELETED:
+            return None
+        return key, node, off, body
 
     def get(self, id: StreamID) -> list[bytes] | None:
         """The fields of the live entry ``id``, or None."""
-        it = self.rax.iterator()
-        it.seek("<=", id_to_key(id))
-        if not it.next():
+        found = self._find(id)
+        if found is None:
             return None
-        master = key_to_id(it.key)
-        lp = it.value
-        buf = lp.buf  # type: ignore[union-attr]
-        count, deleted, names, first_off = read_master(buf)
-        off = self._locate()(lp, buf, master, len(names), first_off, count + deleted, id)
-        if off >= len(buf) - 1:
-            return None
-        flags = buf[off]
-        eid, body = entry_id_at(buf, off, master[0], master[1])
-        if eid != id or flags & FLAG_DELETED:
-            return None
-        template: list[bytes | None] = [None] * (2 * len(names))
-        template[0::2] = names
-        with memoryview(buf) as view:
-            data = bytes(view[body:])  # one copy; values are sliced from bytes
-        return decode_fields(data, 0, flags, template)[0]
+        _, node, off, body = found
+        buf = node.buf
+        # Values are sliced from a bytes copy of the node (one memcpy of a few KB).
+        return decode_fields(bytes(buf), body, buf[off], node_layout(node)[1])[0]
 
     def first_entry_id(self) -> StreamID | None:
         """ID of the first live entry, None when empty."""
@@ -369,7 +469,7 @@ class Stream:
         key, lp = first
         buf = lp.buf  # type: ignore[union-attr]
         mms, mseq = key_to_id(key)
-        _, _, names, off = read_master(buf)
+        names, _, off = node_layout(lp)  # type: ignore[arg-type]
         hint = self._head_hint  # entries before hint[3] are known tombstones
         if hint is not None and hint[0] is lp and hint[1] == len(buf) and hint[2] == off:
             off = hint[3]
@@ -414,6 +514,8 @@ class Stream:
         getsize = sys.getsizeof
         for lp in self.rax.values():
             total += getsize(lp) + getsize(lp.buf)  # type: ignore[union-attr]
+            if lp.marks is not None:  # type: ignore[union-attr]
+                total += getsize(lp.marks)  # type: ignore[union-attr]
         return total
 
     @classmethod
@@ -445,7 +547,7 @@ class Stream:
                 if not (0 <= mid[0] <= _M64 and 0 <= mid[1] <= _M64):
                     raise StreamCorruption("stream node master ID out of range")
                 key = id_to_key(mid)
-            lp = node if isinstance(node, Listpack) else Listpack(bytearray(node))
+            lp = StreamNode(node.buf if isinstance(node, Listpack) else bytearray(node))
             if validate:
                 info = check_node(mid, lp)
                 if info.ids[-1] > last_id:

@@ -1,16 +1,21 @@
-"""Range iteration over a stream's rax of listpack nodes (streamIterator).
+"""Range reads over a stream's rax of listpack nodes (streamIterator).
 
-The generators decode each entry straight from the node's bytes.  Each node is
-copied to ``bytes`` before it is walked (one memcpy of <= a few KB), so values
-come out as ``bytes`` with a single slice, and the walk of a node stays
-consistent even if the caller modifies the stream between two ``next()``
-calls; moving to the following node re-seeks the rax from the last node key.
+Entries are decoded straight from the node's bytes.  Each node is copied to
+``bytes`` before it is read (one memcpy of <= a few KB), so values come out as
+``bytes`` with a single slice, and a walk stays consistent even if the caller
+modifies the stream between two ``next()`` calls of a generator; moving to the
+following node re-seeks the rax from the last node key.
+
+The per-node loops (_forward, _backward) are the hot path of XRANGE / XREAD:
+the common element encodings (7-bit ints, short strings) are decoded inline,
+SAMEFIELDS entries fill a copy of the master's fields template, and they stop
+as soon as ``want`` entries were read, so XRANGE COUNT n decodes n entries.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from storage.listpack import decode_element, next_offset, prev_offset
 from storage.rax import Rax
@@ -18,17 +23,23 @@ from storage.stream_id import MAX_ID, UINT64_MAX, StreamID, id_to_key, incr_id
 from storage.stream_node import (
     FLAG_DELETED,
     FLAG_SAMEFIELDS,
-    locate_entry,
-    read_master,
+    node_layout,
     skip_entry_body,
 )
+from storage.stream_seek import seek_entry
 
-__all__ = ["Entry", "decode_fields", "iter_backward", "iter_forward"]
+# Nodes handed to these functions are StreamNodes (node_layout, seek_entry).
+
+__all__ = [
+    "Entry",
+    "collect_backward",
+    "collect_forward",
+    "decode_fields",
+    "iter_backward",
+    "iter_forward",
+]
 
 Entry = tuple[StreamID, list[bytes]]
-# (listpack, node bytes, master ID, master field count, first entry offset,
-#  count + deleted, target) -> offset of the first entry with ID >= target.
-Locate = Callable[[object, bytes, StreamID, int, int, int, StreamID], int]
 
 _M64 = UINT64_MAX
 _unpack_key = struct.Struct(">QQ").unpack
@@ -73,139 +84,298 @@ def decode_fields(
     return out, off  # type: ignore[return-value]
 
 
-def _template(names: list[bytes]) -> list[bytes | None]:
-    t: list[bytes | None] = [None] * (2 * len(names))
-    t[0::2] = names
-    return t
-
-
-def _plain_locate(
-    lp: object,
+def _forward(
     data: bytes,
-    master: StreamID,
-    nmaster: int,
-    first_off: int,
-    nentries: int,
-    target: StreamID,
+    off: int,
+    mms: int,
+    mseq: int,
+    end: StreamID,
+    template: list[bytes | None],
+    out: list,
+    want: int,
+    reply: bool,
 ) -> int:
-    return locate_entry(data, master, nmaster, first_off, target, nentries)
+    """Append to ``out`` the live entries of a node from the entry at ``off`` on,
+    ascending, until ``want`` were added (want <= 0: no limit).  Entries are
+    ``(id, fields)``, or ``[b"ms-seq", fields]`` with ``reply``.  Returns the offset
+    of the next entry (the end byte when the node is done), or -1 once an ID above
+    ``end`` was met."""
+    stop = len(data) - 1
+    ems, eseq = end
+    dec = decode_element
+    small = _SMALL_STR
+    values = range(1, len(template), 2)
+    append = out.append
+    pms = -1  # the ms whose "ms-" prefix is in ``pre``
+    pre = b""
+    while off < stop:
+        flags = data[off]  # always a 7-bit uint element (0..3)
+        b = data[off + 2]
+        if b < 0x80:
+            ms = mms + b  # a 7-bit ms-diff is never a wrapped one
+            off += 4
+        elif b < 0xE0:  # 13-bit int
+            v = ((b & 0x1F) << 8) | data[off + 3]
+            ms = (mms + (v - 8192 if v >= 4096 else v)) & _M64
+            off += 5
+        else:
+            msd, off = dec(data, off + 2)
+            ms = (mms + msd) & _M64  # type: ignore[operator]
+        b = data[off]
+        if b < 0x80:
+            seq = (mseq + b) & _M64
+            off += 2
+        elif b < 0xE0:  # 13-bit: a small negative seq-diff is common
+            v = ((b & 0x1F) << 8) | data[off + 1]
+            seq = (mseq + (v - 8192 if v >= 4096 else v)) & _M64
+            off += 3
+        else:
+            seqd, off = dec(data, off)
+            seq = (mseq + seqd) & _M64  # type: ignore[operator]
+        if ms >= ems and (ms > ems or seq > eseq):
+            return -1
+        if flags == FLAG_SAMEFIELDS:  # live, the master's fields: decode_fields inlined
+            fields = template.copy()
+            for i in values:
+                b = data[off]
+                if b < 0x80:  # 7-bit uint
+                    fields[i] = small[b]
+                    off += 2
+                elif b < 0xC0:  # short string: 0x80 | length
+                    e = off + b - 0x7F
+                    fields[i] = data[off + 1 : e]
+                    off = e + 1
+                else:
+                    v, off = dec(data, off)
+                    fields[i] = b"%d" % v if type(v) is int else v
+            off = off + 2 if data[off] < 0x80 else next_offset(data, off)  # lp-count
+        elif flags & FLAG_DELETED:
+            off = skip_entry_body(data, off, flags, len(values))
+            continue
+        else:
+            fields, off = decode_fields(data, off, flags, template)  # type: ignore[assignment]
+        if reply:
+            if ms != pms:  # entries often share an ms: format it once
+                pms = ms
+                pre = b"%d-" % ms
+            append([pre + small[seq] if seq < 128 else pre + b"%d" % seq, fields])
+        else:
+            append(((ms, seq), fields))
+        want -= 1
+        if not want:
+            return off
+    return off
 
 
-def iter_forward(
-    rax: Rax, start: StreamID, end: StreamID, locate: Locate = _plain_locate
-) -> Iterator[Entry]:
+def _backward(
+    data: bytes,
+    off: int,
+    first_off: int,
+    mms: int,
+    mseq: int,
+    start: StreamID,
+    template: list[bytes | None],
+    out: list,
+    want: int,
+    reply: bool,
+) -> int:
+    """_forward's mirror: the live entries before ``off`` (a flags offset or the end
+    byte), descending, walking back with lp-count as streamIteratorGetID does.
+    Returns the flags offset of the last entry read (the walk resumes before it),
+    or -1 once an ID below ``start`` was met."""
+    sms, sseq = start
+    dec = decode_element
+    small = _SMALL_STR
+    values = range(1, len(template), 2)
+    append = out.append
+    pms = -1
+    pre = b""
+    while off > first_off:
+        # Back over the previous entry: its lp-count, then that many elements.  A
+        # last backlen byte < 128 is a one-byte backlen: the element's length.
+        b = data[off - 1]
+        p = off - 1 - b if b < 128 else prev_offset(data, off)
+        b = data[p]
+        lp_count = b if b < 0x80 else dec(data, p)[0]
+        for _ in range(lp_count):  # type: ignore[arg-type]
+            b = data[p - 1]
+            p = p - 1 - b if b < 128 else prev_offset(data, p)
+        off = p
+        flags = data[p]
+        b = data[p + 2]
+        if b < 0x80:
+            ms = mms + b
+            p += 4
+        elif b < 0xE0:
+            v = ((b & 0x1F) << 8) | data[p + 3]
+            ms = (mms + (v - 8192 if v >= 4096 else v)) & _M64
+            p += 5
+        else:
+            msd, p = dec(data, p + 2)
+            ms = (mms + msd) & _M64  # type: ignore[operator]
+        b = data[p]
+        if b < 0x80:
+            seq = (mseq + b) & _M64
+            p += 2
+        elif b < 0xE0:
+            v = ((b & 0x1F) << 8) | data[p + 1]
+            seq = (mseq + (v - 8192 if v >= 4096 else v)) & _M64
+            p += 3
+        else:
+            seqd, p = dec(data, p)
+            seq = (mseq + seqd) & _M64  # type: ignore[operator]
+        if ms <= sms and (ms < sms or seq < sseq):
+            return -1
+        if flags & FLAG_DELETED:
+            continue
+        if flags == FLAG_SAMEFIELDS:
+            fields = template.copy()
+            for i in values:
+                b = data[p]
+                if b < 0x80:
+                    fields[i] = small[b]
+                    p += 2
+                elif b < 0xC0:
+                    e = p + b - 0x7F
+                    fields[i] = data[p + 1 : e]
+                    p = e + 1
+                else:
+                    v, p = dec(data, p)
+                    fields[i] = b"%d" % v if type(v) is int else v
+        else:
+            fields = decode_fields(data, p, flags, template)[0]  # type: ignore[assignment]
+        if reply:
+            if ms != pms:
+                pms = ms
+                pre = b"%d-" % ms
+            append([pre + small[seq] if seq < 128 else pre + b"%d" % seq, fields])
+        else:
+            append(((ms, seq), fields))
+        want -= 1
+        if not want:
+            return off
+    return off
+
+
+def collect_forward(
+    rax: Rax,
+    start: StreamID,
+    end: StreamID,
+    count: int = 0,
+    reply: bool = False,
+    node: tuple[bytes, object] | None = None,
+) -> list:
+    """Live entries with start <= id <= end, ascending, at most ``count`` (0: all);
+    ``(id, fields)`` tuples, or ``[b"ms-seq", fields]`` lists with ``reply``.
+    ``node``: the (key, node) that may hold ``start`` if the caller knows it."""
+    out: list = []
+    if start > end:
+        return out
+    item = node if node is not None else rax.floor(id_to_key(start)) or rax.first()
+    first = True
+    while item is not None:
+        key, node = item
+        mms, mseq = _unpack_key(key)
+        if (mms, mseq) > end:
+            break
+        data = bytes(node.buf)  # type: ignore[attr-defined]
+        names, template, off = node_layout(node)  # type: ignore[arg-type]
+        if first:
+            off = seek_entry(node, data, mms, mseq, len(names), off, start)  # type: ignore[arg-type]
+            first = False
+        want = count - len(out) if count else 0
+        if _forward(data, off, mms, mseq, end, template, out, want, reply) < 0:
+            break
+        if count and len(out) >= count:
+            break
+        item = rax.ceiling(key, True)
+    return out
+
+
+def collect_backward(
+    rax: Rax,
+    start: StreamID,
+    end: StreamID,
+    count: int = 0,
+    reply: bool = False,
+    node: tuple[bytes, object] | None = None,
+) -> list:
+    """collect_forward's mirror: descending from ``end`` (``node`` may hold it)."""
+    out: list = []
+    if start > end:
+        return out
+    item = node if node is not None else rax.floor(id_to_key(end))
+    first = True
+    while item is not None:
+        key, node = item
+        mms, mseq = _unpack_key(key)
+        data = bytes(node.buf)  # type: ignore[attr-defined]
+        names, template, first_off = node_layout(node)  # type: ignore[arg-type]
+        off = len(data) - 1
+        if first:
+            if end < MAX_ID:
+                off = seek_entry(node, data, mms, mseq, len(names), first_off, incr_id(end))  # type: ignore[arg-type]
+            first = False
+        want = count - len(out) if count else 0
+        if _backward(data, off, first_off, mms, mseq, start, template, out, want, reply) < 0:
+            break
+        if (count and len(out) >= count) or (mms, mseq) <= start:
+            break
+        item = rax.floor(key, True)
+    return out
+
+
+# Generators decode a few entries at a time, so taking just the first entries
+# (first/last_entry_id, islice) does not decode a whole node.
+_CHUNK = 16
+
+
+def iter_forward(rax: Rax, start: StreamID, end: StreamID) -> Iterator[Entry]:
     """Live entries with start <= id <= end, ascending."""
     if start > end:
         return
-    it = rax.iterator()
-    # The node that may hold ``start`` is the last one whose master ID <= start.
-    it.seek("<=", id_to_key(start))
-    if not it.next():
-        it.seek("^")
-        if not it.next():
-            return
-    dec = decode_element
-    first_node = True
-    while True:
-        key = it.key
+    item = rax.floor(id_to_key(start)) or rax.first()
+    first = True
+    while item is not None:
+        key, node = item
         mms, mseq = _unpack_key(key)
         if (mms, mseq) > end:
             return
-        lp = it.value
-        data = bytes(lp.buf)  # type: ignore[union-attr]
-        count, deleted, names, off = read_master(data)  # type: ignore[arg-type]
-        nm = len(names)
-        if first_node:
-            off = locate(lp, data, (mms, mseq), nm, off, count + deleted, start)
-            first_node = False
-        template = _template(names)
+        data = bytes(node.buf)  # type: ignore[attr-defined]
+        names, template, off = node_layout(node)  # type: ignore[arg-type]
+        if first:
+            off = seek_entry(node, data, mms, mseq, len(names), off, start)  # type: ignore[arg-type]
+            first = False
         stop = len(data) - 1
-        while off < stop:
-            flags = data[off]  # always a 7-bit uint element (0..3)
-            off += 2
-            b = data[off]
-            if b < 0x80:
-                msd = b
-                off += 2
-            else:
-                msd, off = dec(data, off)  # type: ignore[assignment]
-            b = data[off]
-            if b < 0x80:
-                seqd = b
-                off += 2
-            else:
-                seqd, off = dec(data, off)  # type: ignore[assignment]
-            eid = ((mms + msd) & _M64, (mseq + seqd) & _M64)
-            if eid > end:
-                return
-            if flags & FLAG_DELETED:
-                off = skip_entry_body(data, off, flags, nm)  # type: ignore[arg-type]
-                continue
-            fields, off = decode_fields(data, off, flags, template)
-            yield eid, fields
-        it.seek(">", key)
-        if not it.next():
+        while 0 <= off < stop:
+            chunk: list[Entry] = []
+            off = _forward(data, off, mms, mseq, end, template, chunk, _CHUNK, False)
+            yield from chunk
+        if off < 0:
             return
+        item = rax.ceiling(key, True)
 
 
-def iter_backward(
-    rax: Rax, start: StreamID, end: StreamID, locate: Locate = _plain_locate
-) -> Iterator[Entry]:
-    """Live entries with start <= id <= end, descending (walks each node from its
-    tail using lp-count, as streamIteratorGetID does in reverse)."""
+def iter_backward(rax: Rax, start: StreamID, end: StreamID) -> Iterator[Entry]:
+    """Live entries with start <= id <= end, descending."""
     if start > end:
         return
-    it = rax.iterator()
-    it.seek("<=", id_to_key(end))
-    if not it.prev():
-        return
-    last_node = True
-    dec = decode_element
-    prev = prev_offset
-    while True:
-        key = it.key
-        master = _unpack_key(key)
-        mms, mseq = master
-        lp = it.value
-        data = bytes(lp.buf)  # type: ignore[union-attr]
-        count, deleted, names, first_off = read_master(data)  # type: ignore[arg-type]
-        template = _template(names)
-        off = len(data) - 1  # walk back from the entry before ``off``
-        if last_node:
+    item = rax.floor(id_to_key(end))
+    first = True
+    while item is not None:
+        key, node = item
+        mms, mseq = _unpack_key(key)
+        data = bytes(node.buf)  # type: ignore[attr-defined]
+        names, template, first_off = node_layout(node)  # type: ignore[arg-type]
+        off = len(data) - 1
+        if first:
             if end < MAX_ID:
-                off = locate(lp, data, master, len(names), first_off, count + deleted, incr_id(end))
-            last_node = False
+                off = seek_entry(node, data, mms, mseq, len(names), first_off, incr_id(end))  # type: ignore[arg-type]
+            first = False
         while off > first_off:
-            # Inline prev_entry: back to the previous lp-count, then lp-count elements.
-            p = prev(data, off)
-            b = data[p]
-            lp_count = b if b < 0x80 else dec(data, p)[0]
-            for _ in range(lp_count):  # type: ignore[arg-type]
-                b = data[p - 1]  # last backlen byte: < 128 means a one-byte backlen
-                p = p - 1 - b if b < 128 else prev(data, p)
-            off = p
-            flags = data[p]
-            p += 2
-            b = data[p]
-            if b < 0x80:
-                msd = b
-                p += 2
-            else:
-                msd, p = dec(data, p)  # type: ignore[assignment]
-            b = data[p]
-            if b < 0x80:
-                seqd = b
-                p += 2
-            else:
-                seqd, p = dec(data, p)  # type: ignore[assignment]
-            eid = ((mms + msd) & _M64, (mseq + seqd) & _M64)
-            if eid < start:
-                return
-            if not flags & FLAG_DELETED:
-                fields, _ = decode_fields(data, p, flags, template)
-                yield eid, fields
-        if master <= start:
+            chunk: list[Entry] = []
+            off = _backward(data, off, first_off, mms, mseq, start, template, chunk, _CHUNK, False)
+            yield from chunk
+        if off < 0 or (mms, mseq) <= start:
             return
-        it.seek("<", key)
-        if not it.prev():
-            return
+        item = rax.floor(key, True)

@@ -20,12 +20,11 @@ before it: 3 + N with SAMEFIELDS, 4 + 2*M otherwise.
 
 from __future__ import annotations
 
-from bisect import bisect_left
-
 from storage.listpack import (
     HEADER_SIZE,
     Listpack,
     ListpackError,
+    cached_element,
     decode_element,
     encode_element,
     encode_int_element,
@@ -40,15 +39,18 @@ __all__ = [
     "FLAG_SAMEFIELDS",
     "MAX_NODE_BYTES",
     "NodeInfo",
-    "NodeLocator",
     "StreamCorruption",
+    "StreamNode",
     "as_bytes",
     "check_node",
     "encode_entry",
     "encode_master",
+    "encode_values",
+    "enc_int",
+    "int_cached",
     "entry_id_at",
-    "index_node",
     "locate_entry",
+    "node_layout",
     "node_last_id",
     "prev_entry",
     "read_master",
@@ -69,12 +71,83 @@ _M64 = UINT64_MAX
 _I64_MAX = 2**63 - 1
 _TWO64 = 2**64
 
-# Precomputed 7-bit uint elements (flags, small diffs, small lp-counts).
+# Encoded int elements (flags, ms/seq diffs, lp-counts): 7-bit uints up front,
+# other 13-bit ints (small negative seq diffs, ms diffs of a few seconds) added
+# as they are met, so the dict stays bounded (8192 entries at most).
 _SMALL_INT = [bytes((i, 1)) for i in range(128)]
+_INT_ENC: dict[int, bytes] = dict(enumerate(_SMALL_INT))
+int_cached = _int_cached = _INT_ENC.get  # int -> encoded element, or None
+_FLAGS_SAME = _SMALL_INT[FLAG_SAMEFIELDS]
+_FLAGS_NONE = _SMALL_INT[FLAG_NONE]
 
 
 class StreamCorruption(ValueError):
     """A node whose bytes do not follow the stream node layout."""
+
+
+# (names, template, names_span) of a master entry; see StreamNode.master.
+MasterInfo = tuple[list[bytes], list[bytes | None], int]
+
+
+class StreamNode(Listpack):
+    """A stream node's listpack plus two facts derived from its bytes that never go
+    stale, so reads do not re-derive them:
+
+    * ``master``: the master entry's field names, the same interleaved with None
+      placeholders (a SAMEFIELDS entry's fields list is a copy of it with the
+      values filled in) and the byte length of num-fields..terminator.  Field
+      names never change; count and deleted, which do, are read from the bytes.
+      Shared by nodes with the same names.  None until first needed.
+    * ``marks``: the offsets of every MARK_EVERY-th entry (the MARK_EVERY-th,
+      2*MARK_EVERY-th, ...) relative to the first entry, packed as uint16, so a
+      lookup bisects the node instead of walking it (stream_seek.py).  Entries
+      never move relative to each other: deleting flips a flag in place and only
+      the master entry's counts change size.  Kept complete by Stream.append;
+      None until a lookup builds them (nodes loaded from a snapshot).
+
+    About 75 bytes per node, under one byte per entry with the default limits."""
+
+    __slots__ = ("master", "marks")
+
+    def __init__(
+        self,
+        buf: bytearray | None = None,
+        master: MasterInfo | None = None,
+        marks: bytes | None = None,
+    ) -> None:
+        Listpack.__init__(self, buf)
+        self.master = master
+        self.marks = marks
+
+
+_MASTERS: dict[tuple[tuple[bytes, ...], int], MasterInfo] = {}
+
+
+def master_info(names: list[bytes], span: int) -> MasterInfo:
+    """The shared MasterInfo for these names (bounded interning)."""
+    key = (tuple(names), span)
+    info = _MASTERS.get(key)
+    if info is None:
+        template: list[bytes | None] = [None] * (2 * len(names))
+        template[0::2] = names
+        info = (list(names), template, span)
+        if len(_MASTERS) >= 1024:
+            _MASTERS.clear()
+        _MASTERS[key] = info
+    return info
+
+
+def node_layout(node: StreamNode) -> tuple[list[bytes], list[bytes | None], int]:
+    """(master field names, their fields template, offset of the first entry)."""
+    buf = node.buf
+    # Skip count and deleted: 7-bit uints unless a node holds 128+ entries.
+    off = HEADER_SIZE + 2 if buf[HEADER_SIZE] < 0x80 else next_offset(buf, HEADER_SIZE)
+    off = off + 2 if buf[off] < 0x80 else next_offset(buf, off)
+    info = node.master
+    if info is None:
+        _, _, names, first = read_master(buf)
+        info = node.master = master_info(names, first - off)
+    return info[0], info[1], off + info[2]
 
 
 def wrap_i64(diff: int) -> int:
@@ -87,17 +160,27 @@ def as_bytes(v: bytes | int) -> bytes:
     return b"%d" % v if type(v) is int else v  # type: ignore[return-value]
 
 
-def _enc_int(v: int) -> bytes:
-    return _SMALL_INT[v] if 0 <= v < 128 else encode_int_element(v)
+def enc_int(v: int) -> bytes:
+    """encode_int_element through a cache of 13-bit values (diffs, counts)."""
+    enc = _int_cached(v)
+    if enc is None:
+        enc = encode_int_element(v)
+        if -4096 <= v < 4096:
+            _INT_ENC[v] = enc
+    return enc
+
+
+def encode_values(values: list[bytes]) -> list[bytes]:
+    """encode_element of each value, through the listpack's cache of short strings."""
+    return [cached_element(v) or encode_element(v) for v in values]
 
 
 def encode_master(names: list[bytes]) -> tuple[bytes, int]:
     """Master entry of a fresh node holding one live entry: (bytes, element count)."""
     n = len(names)
-    parts = [_SMALL_INT[1], _SMALL_INT[0], _enc_int(n)]
-    parts.extend(map(encode_element, names))
-    parts.append(_SMALL_INT[0])
-    return b"".join(parts), n + 4
+    return b"".join(
+        [_SMALL_INT[1], _SMALL_INT[0], enc_int(n), *encode_values(names), _SMALL_INT[0]]
+    ), n + 4
 
 
 def encode_entry(
@@ -105,16 +188,13 @@ def encode_entry(
 ) -> tuple[bytes, int]:
     """One entry (``fields`` flat [f1, v1, ...]): (bytes, element count)."""
     n = len(fields) >> 1
-    enc = encode_element
+    ms = _int_cached(ms_diff) or enc_int(ms_diff)
+    seq = _int_cached(seq_diff) or enc_int(seq_diff)
     if samefields:
-        parts = [_SMALL_INT[FLAG_SAMEFIELDS], _enc_int(ms_diff), _enc_int(seq_diff)]
-        parts.extend(map(enc, fields[1::2]))
-        parts.append(_enc_int(n + 3))
-        return b"".join(parts), n + 4
-    parts = [_SMALL_INT[FLAG_NONE], _enc_int(ms_diff), _enc_int(seq_diff), _enc_int(n)]
-    parts.extend(map(enc, fields))
-    parts.append(_enc_int(2 * n + 4))
-    return b"".join(parts), 2 * n + 5
+        body = encode_values(fields[1::2])
+        return b"".join([_FLAGS_SAME, ms, seq, *body, enc_int(n + 3)]), n + 4
+    body = encode_values(fields)
+    return b"".join([_FLAGS_NONE, ms, seq, enc_int(n), *body, enc_int(2 * n + 4)]), 2 * n + 5
 
 
 def read_master(buf: bytes | bytearray) -> tuple[int, int, list[bytes], int]:
@@ -322,82 +402,6 @@ def scan_entries(
                 q = next_offset(data, q)
         off = q
     return end
-
-
-def index_node(
-    data: bytes | bytearray, master: StreamID, nmaster: int, first_off: int
-) -> tuple[list[int], list[StreamID]]:
-    """Flags offsets and IDs of every entry of a node (deleted ones included)."""
-    offs: list[int] = []
-    ids: list[StreamID] = []
-    end = len(data) - 1
-    mms, mseq = master
-    off = first_off
-    while off < end:
-        flags = data[off]
-        eid, body = entry_id_at(data, off, mms, mseq)
-        offs.append(off)
-        ids.append(eid)
-        off = skip_entry_body(data, body, flags, nmaster)
-    return offs, ids
-
-
-class NodeLocator:
-    """locate_entry with a one-node index: when two lookups in a row land inside
-    the same node, that node's entry offsets and IDs are indexed, and further
-    lookups in it bisect (XCLAIM / XAUTOCLAIM / pending-history reads look up
-    runs of nearby IDs).  The index is keyed by the listpack object and checked
-    against its size and first entry offset: entries never move otherwise
-    (flags change in place, appends only add at the end)."""
-
-    __slots__ = ("_lp", "_sig", "_offs", "_ids", "_seen")
-
-    def __init__(self) -> None:
-        self._lp: object = None
-        self._sig = (0, 0)
-        self._offs: list[int] = []
-        self._ids: list[StreamID] = []
-        self._seen: object = None
-
-    def forget(self) -> None:
-        self._lp = self._seen = None
-        self._offs = []
-        self._ids = []
-
-    def locate(
-        self,
-        lp: object,
-        data: bytes | bytearray,
-        master: StreamID,
-        nmaster: int,
-        first_off: int,
-        nentries: int,
-        target: StreamID,
-    ) -> int:
-        """Same result as locate_entry(data, master, nmaster, first_off, target)."""
-        end = len(data) - 1
-        if target <= master or first_off >= end:
-            return first_off
-        if self._lp is lp and self._sig == (end, first_off):
-            i = bisect_left(self._ids, target)
-            return self._offs[i] if i < len(self._offs) else end
-        mms, mseq = master
-        last_off = prev_entry(data, end)
-        last, _ = entry_id_at(data, last_off, mms, mseq)
-        if last < target:
-            return end
-        if last == target:
-            return last_off
-        if self._seen is not lp:
-            self._seen = lp
-            return scan_entries(data, master, nmaster, first_off, last_off, last, target, nentries)
-        offs, ids = index_node(data, master, nmaster, first_off)
-        self._lp = lp
-        self._sig = (end, first_off)
-        self._offs = offs
-        self._ids = ids
-        i = bisect_left(ids, target)
-        return offs[i] if i < len(offs) else end
 
 
 class NodeInfo:

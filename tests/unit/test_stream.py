@@ -16,16 +16,20 @@ from storage.stream import (
     StreamError,
     StreamIDError,
 )
-from storage.stream_id import MAX_ID, MIN_ID, UINT64_MAX, id_to_key, key_to_id
+from storage.stream_id import MAX_ID, MIN_ID, UINT64_MAX, format_id, id_to_key, key_to_id
 from storage.stream_node import (
     FLAG_DELETED,
     FLAG_SAMEFIELDS,
     MAX_NODE_BYTES,
     StreamCorruption,
+    StreamNode,
     check_node,
     locate_entry,
+    master_info,
+    node_layout,
     read_master,
 )
+from storage.stream_seek import MARK_EVERY, build_marks
 
 F3 = [b"sensor", b"7", b"temp", b"21.5", b"site", b"lab-a"]
 
@@ -62,6 +66,13 @@ def check_invariants(s: Stream) -> None:
         count, deleted, names, _ = read_master(lp.buf)
         assert (s._tail_count, s._tail_total) == (count, count + deleted)
         assert s._tail_master == key_to_id(key) and s._tail_names == names
+        assert s._tail_key == key
+    for _, lp in s.nodes():
+        assert isinstance(lp, StreamNode)
+        count, deleted, names, first_off = read_master(lp.buf)
+        assert node_layout(lp) == (names, master_info(names, 0)[1], first_off)
+        if lp.marks is not None:  # complete whenever present
+            assert lp.marks == build_marks(lp.buf, first_off, len(names))
 
 
 def elements(lp: Listpack) -> list[bytes | int]:
@@ -444,7 +455,103 @@ def test_repeated_lookups_use_index_and_stay_right() -> None:
     check_invariants(s)
 
 
-# --- deleting -----------------------------------------------------------------------
+def check_lookups(s: Stream, probes: int = 0) -> None:
+    """get / range / range_reply from every entry (or every ``probes``-th) against
+    a full walk, forward and backward."""
+    entries = live_entries(s)
+    ids = [e[0] for e in entries]
+    assert [s.get(eid) for eid in ids] == [f for _, f in entries]
+    step = max(1, len(ids) // probes) if probes else 1
+    for k in range(0, len(ids), step):
+        eid = ids[k]
+        after = (eid[0], eid[1] + 1)
+        assert s.get(after) == (entries[k + 1][1] if after in ids else None)
+        assert s.range(eid, MAX_ID, 3) == entries[k : k + 3]
+        assert s.range(after, MAX_ID, 2) == entries[k + 1 : k + 3]
+        assert s.range(MIN_ID, eid, 3, rev=True) == entries[max(0, k - 2) : k + 1][::-1]
+        assert s.range_reply(eid, MAX_ID, 2) == [[format_id(i), f] for i, f in entries[k : k + 2]]
+        rev = entries[max(0, k - 1) : k + 1][::-1]
+        assert s.range_reply(MIN_ID, eid, 2, rev=True) == [[format_id(i), f] for i, f in rev]
+
+
+def test_marks_complete_and_lookups_exact_in_big_nodes() -> None:
+    # One huge node (no limits), mixed shapes, seq-diffs that go negative (13-bit)
+    # and wrap, deletions; every lookup bisects the marks.
+    s = Stream()
+    for i in range(700):
+        fields = [b"a", b"%d" % i, b"b", b"x" * (i % 70)]
+        if i % 11 == 0:
+            fields = [b"other", b"-%d" % (i * 1000)]
+        seq = i % 40 * (3 if i % 80 < 40 else 200) + (5000 if i < 40 else 0)  # master seq: 5000
+        s.append(fields, (1000 + i // 40, seq), max_bytes=0, max_entries=0)
+    [(_, lp)] = list(s.nodes())
+    assert len(lp.marks) == 2 * ((700 - 1) // MARK_EVERY)
+    for eid in [e[0] for e in live_entries(s)][::5]:
+        assert s.delete(eid)
+    check_invariants(s)
+    check_lookups(s)
+
+
+def test_marks_built_lazily_for_loaded_nodes() -> None:
+    s = build(300, max_entries=100)
+    t = Stream.from_nodes([(m, bytes(lp.buf)) for m, lp in s.nodes()], s.last_id,
+                          s.entries_added)  # fmt: skip
+    assert all(lp.marks is None for _, lp in t.nodes())
+    check_lookups(t, 40)
+    assert all(lp.marks is not None for _, lp in t.nodes())
+    for i in range(150):  # appends keep the tail's marks complete
+        t.append([b"i", b"%d" % i], now_ms=10_000 + i, max_entries=100)
+    check_invariants(t)
+    check_lookups(t, 40)
+
+
+def test_nodes_beyond_mark_range() -> None:
+    # Offsets past 65535 get no mark: lookups there walk further, still exact.
+    s = Stream()
+    for i in range(200):
+        s.append([b"v", b"%d" % i + b"y" * 1000], (5, i + 1), max_bytes=0, max_entries=0)
+    [(_, lp)] = list(s.nodes())
+    assert len(lp.buf) > 150_000 and 0 < len(lp.marks) < 2 * (199 // MARK_EVERY)
+    check_invariants(s)
+    check_lookups(s, 50)
+
+
+def test_ascending_lookups_resume_and_survive_changes() -> None:
+    # _find's hint: runs of ascending lookups, with nodes appended, emptied and
+    # trimmed between them.
+    s = Stream()
+    for i in range(250):
+        s.append([b"i", b"%d" % i], (100 + i // 50, i % 50), max_entries=30)
+    ids = [e[0] for e in live_entries(s)]
+    assert [s.get(eid) for eid in ids] == [[b"i", b"%d" % i] for i in range(250)]
+    assert s.get((104, 49)) is not None and s.get((104, 50)) is None  # past the tail's end
+    s.append([b"i", b"new"], (104, 60), max_entries=30)  # into the tail the hint is on
+    assert s.get((104, 60)) == [b"i", b"new"]
+    for i in range(30):  # a new node after the hinted one
+        s.append([b"i", b"n%d" % i], (200, i), max_entries=30)
+    assert s.get((200, 3)) == [b"i", b"n3"]
+    assert s.get((104, 60)) == [b"i", b"new"] and s.get((200, 29)) == [b"i", b"n29"]
+    assert s.get((100, 5)) == [b"i", b"5"]
+    for eid in ids[30:60]:  # empty the second node: removed
+        assert s.delete(eid)
+    assert s.get((101, 9)) is None and s.get((101, 10)) == [b"i", b"60"]
+    s.get((100, 20))
+    s.trim("maxlen", 100)
+    assert s.get((100, 25)) is None
+    check_lookups(s)
+    check_invariants(s)
+
+
+def test_wrapped_diffs_decode_in_every_path() -> None:
+    s = Stream()
+    ids = [(5, UINT64_MAX - 1), (5, UINT64_MAX), (6, 0), (6, 3), (6, 200), (6, 5000),
+           (2**63 + 9, 1), (UINT64_MAX, 0), (UINT64_MAX, 7)]  # fmt: skip
+    for eid in ids:
+        s.append([b"f", b"v"], eid, max_entries=0)
+    assert [e[0] for e in live_entries(s)] == ids
+    check_lookups(s)
+
+
 
 
 def test_delete_updates_counts_and_removes_empty_nodes() -> None:
