@@ -16,7 +16,12 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 
-from storage.listpack import HEADER_SIZE, Listpack, cached_element, decode_element
+from storage.listpack import (
+    HEADER_SIZE,
+    Listpack,
+    cached_element,
+    decode_element,
+)
 from storage.rax import Rax
 from storage.stream_id import (
     MAX_ID,
@@ -270,9 +275,10 @@ class Stream:
             if names == self._tail_names:
                 # encode_entry's SAMEFIELDS case inlined (most XADDs): flags, diffs,
                 # the values (cached encodings of short ones), lp-count.
-                encs = [*map(cached_element, fields[1::2])]
-                if None in encs:
-                    encs = encode_values(fields[1::2])
+                values = fields[1::2]
+                encs = [*map(cached_element, values)]
+                if None in encs:  # encode the misses (encode_element caches short ones)
+                    encs = encode_values(values)
                 nbody = len(encs) + 4
                 body = b"".join(
                     [
@@ -398,7 +404,10 @@ class Stream:
             if node is None:
                 return []
             return collect_backward(self.rax, start, end, count, reply, node)
-        node = self._node_for(start) or self.rax.first()
+        if start <= self.first_id:  # XRANGE - ...: the head node, no floor() walk
+            node = self.rax.first()
+        else:
+            node = self._node_for(start) or self.rax.first()
         if node is None:
             return []
         return collect_forward(self.rax, start, end, count, reply, node)
