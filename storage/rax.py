@@ -62,14 +62,6 @@ def _leaf(value: object) -> _Node:
     return _Node(b"", None, True, value)
 
 
-def _step(node: _Node, j: int, parts: list[bytes]) -> _Node:
-    """Child ``j`` of ``node``, appending the edge's bytes to ``parts``."""
-    ch = node.children
-    assert ch is not None
-    parts.append(node.label if len(ch) == 1 else node.label[j : j + 1])
-    return ch[j]
-
-
 class Rax:
     """Ordered map from bytes keys to arbitrary values (None is a valid value)."""
 
@@ -156,62 +148,64 @@ class Rax:
 
         One descent without an iterator (a stream looks up the node that may hold an
         ID on every read): the path towards ``key`` remembers the deepest place where
-        a smaller key branches off, and the answer is found there if the path fails."""
+        a smaller key branches off, and the answer is found there if the path fails.
+        The bytes matched on the way are ``key``'s own, so only a length is kept."""
         node = self._root
-        parts: list[bytes] = []
-        # (depth, node, j): child j's subtree holds the answer (its last key), or
-        # the node itself when j is -1.  Deeper candidates are always larger.
+        # (i, node, j): the answer is the last key of child j's subtree (its path
+        # starts with key[:i]), or the node itself (key[:i]) when j is -1.
         cand: tuple[int, _Node, int] | None = None
         i = 0
         n = len(key)
         while i < n:
-            if node.is_key:  # its key is a proper prefix of ``key``: smaller
-                cand = (len(parts), node, -1)
+            if node.is_key:  # key[:i], a proper prefix of ``key``: smaller
+                cand = (i, node, -1)
             ch = node.children
             if ch is None:
                 break
             lab = node.label
             if len(ch) == 1:
                 if key.startswith(lab, i):
-                    parts.append(lab)
                     i += len(lab)
                     node = ch[0]
                     continue
                 if key[i : i + len(lab)] > lab:  # the whole subtree sorts before key
-                    cand = (len(parts), node, 0)
+                    cand = (i, node, 0)
                 break
-            j = lab.find(key[i])
+            c = key[i]
+            j = lab.find(c)
             if j < 0:
-                j = bisect_left(lab, key[i])
+                j = bisect_left(lab, c)
                 if j:
-                    cand = (len(parts), node, j - 1)
+                    cand = (i, node, j - 1)
                 break
             if j:
-                cand = (len(parts), node, j - 1)
-            parts.append(lab[j : j + 1])
+                cand = (i, node, j - 1)
             i += 1
             node = ch[j]
         else:
             if node.is_key and not strict:
-                return b"".join(parts), node.value
+                return bytes(key), node.value
         if cand is None:
             return None
-        depth, node, j = cand
-        del parts[depth:]
-        if j >= 0:
-            node = _step(node, j, parts)
+        i, node, j = cand
+        if j < 0:
+            return key[:i], node.value
+        ch = node.children
+        assert ch is not None
+        parts = [key[:i], node.label if len(ch) == 1 else node.label[j : j + 1]]
+        node = ch[j]
+        ch = node.children
+        while ch is not None:  # down the right edge
+            parts.append(node.label if len(ch) == 1 else node.label[-1:])
+            node = ch[-1]
             ch = node.children
-            while ch is not None:  # down the right edge
-                node = _step(node, len(ch) - 1, parts)
-                ch = node.children
         return b"".join(parts), node.value
 
     def ceiling(self, key: bytes, strict: bool = False) -> tuple[bytes, object] | None:
         """The (key, value) with the smallest key >= ``key`` (> with ``strict``), or None
         (floor's mirror: the deepest place where a larger key branches off)."""
         node = self._root
-        parts: list[bytes] = []
-        # (depth, node, j): the first key of child j's subtree is the answer.
+        # (i, node, j): the first key of child j's subtree is the answer.
         cand: tuple[int, _Node, int] | None = None
         i = 0
         n = len(key)
@@ -222,36 +216,40 @@ class Rax:
             lab = node.label
             if len(ch) == 1:
                 if key.startswith(lab, i):
-                    parts.append(lab)
                     i += len(lab)
                     node = ch[0]
                     continue
                 if key[i : i + len(lab)] < lab:  # the whole subtree sorts after key
-                    cand = (len(parts), node, 0)
+                    cand = (i, node, 0)
                 break
-            j = lab.find(key[i])
+            c = key[i]
+            j = lab.find(c)
             if j < 0:
-                j = bisect_left(lab, key[i])
+                j = bisect_left(lab, c)
                 if j < len(ch):
-                    cand = (len(parts), node, j)
+                    cand = (i, node, j)
                 break
             if j + 1 < len(ch):
-                cand = (len(parts), node, j + 1)
-            parts.append(lab[j : j + 1])
+                cand = (i, node, j + 1)
             i += 1
             node = ch[j]
         else:
             if node.is_key and not strict:
-                return b"".join(parts), node.value
+                return bytes(key), node.value
             if node.children is not None:  # every descendant is larger
-                cand = (len(parts), node, 0)
+                cand = (i, node, 0)
         if cand is None:
             return None
-        depth, node, j = cand
-        del parts[depth:]
-        node = _step(node, j, parts)
+        i, node, j = cand
+        ch = node.children
+        assert ch is not None
+        parts = [key[:i], node.label if len(ch) == 1 else node.label[j : j + 1]]
+        node = ch[j]
         while not node.is_key:  # down the left edge to the first key
-            node = _step(node, 0, parts)
+            ch = node.children
+            assert ch is not None
+            parts.append(node.label if len(ch) == 1 else node.label[:1])
+            node = ch[0]
         return b"".join(parts), node.value
 
     def iterator(self) -> RaxIterator:
