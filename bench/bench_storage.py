@@ -144,6 +144,13 @@ def bench_reads(s: Stream, rounds: int, only: set[str] | None) -> None:
                 s.range(incr_id(after), MAX_ID, 10)
 
         report("range after last-11 + COUNT 10 (xread)", timeit(tail, 5000, rounds))
+        newest = ids[-2]
+
+        def tail1(iters: int) -> None:
+            for _ in range(iters):
+                s.range(incr_id(newest), MAX_ID, 10)
+
+        report("range after last-2 + COUNT 10 (xread, 1 new)", timeit(tail1, 5000, rounds))
 
         def reply(iters: int) -> None:
             for i in range(iters):

@@ -410,7 +410,8 @@ class Stream:
             node = self._node_for(start) or self.rax.first()
         if node is None:
             return []
-        return collect_forward(self.rax, start, end, count, reply, node)
+        last_key = self._tail_key if self._tail is not None else None
+        return collect_forward(self.rax, start, end, count, reply, node, last_key)
 
     def _node_for(self, id: StreamID) -> tuple[bytes, object] | None:
         """(key, node) of the node that may hold ``id``: the last one whose master ID

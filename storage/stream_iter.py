@@ -264,10 +264,12 @@ def collect_forward(
     count: int = 0,
     reply: bool = False,
     node: tuple[bytes, object] | None = None,
+    last_key: bytes | None = None,
 ) -> list:
     """Live entries with start <= id <= end, ascending, at most ``count`` (0: all);
     ``(id, fields)`` tuples, or ``[b"ms-seq", fields]`` lists with ``reply``.
-    ``node``: the (key, node) that may hold ``start`` if the caller knows it."""
+    ``node``: the (key, node) that may hold ``start`` if the caller knows it;
+    ``last_key``: the last node's key if known (no rax walk after it)."""
     out: list = []
     if start > end:
         return out
@@ -286,7 +288,7 @@ def collect_forward(
         want = count - len(out) if count else 0
         if _forward(data, off, mms, mseq, end, template, out, want, reply) < 0:
             break
-        if count and len(out) >= count:
+        if (count and len(out) >= count) or key == last_key:
             break
         item = rax.ceiling(key, True)
     return out

@@ -13,7 +13,7 @@ import struct
 from array import array
 from bisect import bisect_left
 
-from storage.listpack import decode_element, next_offset
+from storage.listpack import decode_element, next_offset, prev_offset
 from storage.stream_id import UINT64_MAX, StreamID
 from storage.stream_node import FLAG_SAMEFIELDS, StreamNode
 
@@ -88,6 +88,24 @@ def _id_below(data: bytes | bytearray, off: int, mms: int, mseq: int, tms: int, 
     return (mseq + seqd) & _M64 < tseq
 
 
+def _back_from_end(
+    data: bytes | bytearray, floor_off: int, mms: int, mseq: int, tms: int, tseq: int
+) -> int:
+    """seek_entry's answer when the entry at ``floor_off`` is below the target: the
+    entry after the last one below it, found walking back from the end with lp-count."""
+    cur = len(data) - 1
+    while True:
+        p = cur - 1 - data[cur - 1] if data[cur - 1] < 128 else prev_offset(data, cur)
+        b = data[p]  # the previous entry's lp-count, then back over that many elements
+        lp_count = b if b < 0x80 else decode_element(data, p)[0]
+        for _ in range(lp_count):  # type: ignore[arg-type]
+            b = data[p - 1]  # last backlen byte: < 128 is a one-byte backlen
+            p = p - 1 - b if b < 128 else prev_offset(data, p)
+        if p == floor_off or _id_below(data, p, mms, mseq, tms, tseq):
+            return cur
+        cur = p
+
+
 def build_marks(data: bytes | bytearray, first_off: int, nmaster: int) -> bytes:
     """The marks of a whole node (one walk)."""
     out = array("H")
@@ -137,6 +155,13 @@ def seek_entry(
         # A run of lookups moves a little at a time: try the next mark first.
         if lo < hi and not _id_below(data, first_off + rels[lo], mms, mseq, tms, tseq):
             hi = lo
+    elif hi:
+        # XREAD asks for the newest entries: try the last block first, walking back
+        # from the end (as many steps as entries at or after target).
+        last_mark = first_off + rels[hi - 1]
+        if _id_below(data, last_mark, mms, mseq, tms, tseq):
+            return _back_from_end(data, last_mark, mms, mseq, tms, tseq)
+        hi -= 1
     while lo < hi:
         mid = (lo + hi) >> 1
         if _id_below(data, first_off + rels[mid], mms, mseq, tms, tseq):
