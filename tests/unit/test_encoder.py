@@ -308,9 +308,7 @@ def test_stream_entries_fast_path(protocol: int) -> None:
     assert bytes(out) == b"+pre\r\n" + _generic_entries(entries)
     # Nested (XREAD's RESP2 shape) and a long value (beyond the precomputed headers).
     xread = [[b"key", entries], [b"k2", [[b"2-2", [b"f", b"y" * 5000]]]]]
-    body = b"".join(
-        b"*2\r\n$%d\r\n%b\r\n" % (len(k), k) + _generic_entries(e) for k, e in xread
-    )
+    body = b"".join(b"*2\r\n$%d\r\n%b\r\n" % (len(k), k) + _generic_entries(e) for k, e in xread)
     assert encode(xread, protocol) == b"*2\r\n" + body
 
 

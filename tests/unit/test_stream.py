@@ -552,6 +552,7 @@ def test_wrapped_diffs_decode_in_every_path() -> None:
     check_lookups(s)
 
 
+# --- deleting -----------------------------------------------------------------------
 
 
 def test_delete_updates_counts_and_removes_empty_nodes() -> None:
