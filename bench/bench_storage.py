@@ -10,7 +10,7 @@ Prints the best-of-rounds CPU time per operation in microseconds (GC paused):
 * full forward / backward iteration per entry;
 * the encoder on an XRANGE COUNT 10 reply, and the listpack element encoders.
 
-Run: python bench/bench_storage.py [--entries N] [--rounds R] [--only NAME ...]
+Run: python bench/bench_storage.py [--entries N] [--rounds R] [--only NAME ...] [--gc]
 """
 
 from __future__ import annotations
@@ -50,13 +50,17 @@ def build(entries: int) -> Stream:
     return s
 
 
+KEEP_GC = False  # --gc: leave the cyclic GC on while timing, as in the server
+
+
 def timeit(fn: Callable[[int], object], iters: int, rounds: int) -> float:
     """Best per-op CPU time (us) of ``fn(iters)`` over ``rounds``, with the cyclic GC
     paused as timeit does (process CPU time: these machines are shared)."""
     best = float("inf")
     for _ in range(rounds):
         gc.collect()
-        gc.disable()
+        if not KEEP_GC:
+            gc.disable()
         try:
             t0 = time.process_time()
             fn(iters)
@@ -215,7 +219,10 @@ def main() -> None:
     ap.add_argument("--entries", type=int, default=200_000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--only", nargs="*", help="append range lookup iterate encoder")
+    ap.add_argument("--gc", action="store_true", help="keep the cyclic GC on while timing")
     args = ap.parse_args()
+    global KEEP_GC
+    KEEP_GC = args.gc
     only = set(args.only) if args.only else None
     print(f"Python {sys.version.split()[0]}, {args.entries:,} entries, best of {args.rounds}")
     if only is None or "append" in only:
