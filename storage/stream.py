@@ -404,14 +404,24 @@ class Stream:
             if node is None:
                 return []
             return collect_backward(self.rax, start, end, count, reply, node)
+        after = 0
         if start <= self.first_id:  # XRANGE - ...: the head node, no floor() walk
             node = self.rax.first()
+        elif (hinted := self._from_hint(start)) is not None:
+            node = hinted[0], hinted[1]
+            after = hinted[2]
         else:
             node = self._node_for(start) or self.rax.first()
         if node is None:
             return []
         last_key = self._tail_key if self._tail is not None else None
-        return collect_forward(self.rax, start, end, count, reply, node, last_key)
+        resume: list = []
+        out = collect_forward(self.rax, start, end, count, reply, node, last_key, after, resume)
+        if resume:  # a cursor read (XREAD, XREADGROUP backlog, batches) goes on from there
+            old = self._seek_hint
+            last = old[4] if old is not None and old[0] is resume[1] else None
+            self._seek_hint = (resume[1], resume[0], resume[2], resume[3], last)
+        return out
 
     def _node_for(self, id: StreamID) -> tuple[bytes, object] | None:
         """(key, node) of the node that may hold ``id``: the last one whose master ID
@@ -422,32 +432,41 @@ class Stream:
             return self._tail_key, tail
         return self.rax.floor(id_to_key(id))
 
+    def _from_hint(self, id: StreamID) -> tuple[bytes, StreamNode, int] | None:
+        """(key, node, offset) from ``_seek_hint`` when ``id`` lies in its node at or
+        after its entry: every entry before that offset (relative to the node's first
+        entry) has an ID below ``id``, so a seek can start there, without the rax walk.
+
+        Lookups by ID come in ascending runs (XREADGROUP history, XCLAIM, XAUTOCLAIM)
+        and cursor reads go on where the last one stopped, so the hint is where the
+        last lookup or COUNT-limited range ended: (node, key, offset, a bound: every
+        entry before the offset has a smaller ID, the node's last ID or None).
+        Valid while the node stays in the rax with no node inserted after it (reset
+        by _node_changed and _new_node); entries never move relative to the first."""
+        hint = self._seek_hint
+        if hint is None or id < hint[3]:
+            return None
+        node, key, after, hid, last = hint
+        if last is None and node is not self._tail:
+            last = node_last_id(node.buf, _unpack_key(key))
+            self._seek_hint = (node, key, after, hid, last)
+        if last is not None and id > last:
+            return None
+        return key, node, after
+
     def _find(self, id: StreamID) -> tuple[bytes, StreamNode, int, int] | None:
         """(node key, node, flags offset, body offset) of the live entry ``id``, or
-        None.  The body starts just after the entry's seq-diff.
-
-        Consumer-group commands look IDs up in ascending runs (XREADGROUP history,
-        XCLAIM, XAUTOCLAIM): ``_seek_hint`` keeps where the last lookup ended, as
-        (node, key, entry offset relative to the first entry, that entry's ID, the
-        node's last ID or None), and a lookup of a larger ID in the same node starts
-        there, without the rax walk.  Valid while the node stays in the rax with no
-        node inserted after it (reset by _node_changed and _new_node); entries
-        never move relative to the first one."""
-        hint = self._seek_hint
-        if hint is not None and id >= hint[3]:
-            node, key, after, _, last = hint
-            if last is None and node is not self._tail:
-                last = node_last_id(node.buf, _unpack_key(key))
-                self._seek_hint = (node, key, after, hint[3], last)
-            if last is None or id <= last:
-                return self._find_in(key, node, id, after)
+        None.  The body starts just after the entry's seq-diff."""
+        hinted = self._from_hint(id)
+        if hinted is not None:
+            return self._find_in(*hinted, id)
         item = self._node_for(id)
         if item is None:
             return None
-        return self._find_in(item[0], item[1], id, 0)  # type: ignore[arg-type]
+        return self._find_in(item[0], item[1], 0, id)  # type: ignore[arg-type]
 
     def _find_in(
-        self, key: bytes, node: StreamNode, id: StreamID, after: int
+        self, key: bytes, node: StreamNode, after: int, id: StreamID
     ) -> tuple[bytes, StreamNode, int, int] | None:
         buf = node.buf
         mms, mseq = _unpack_key(key)
@@ -456,7 +475,9 @@ class Stream:
         if off >= len(buf) - 1:
             return None
         eid, body = entry_id_at(buf, off, mms, mseq)
-        self._seek_hint = (node, key, off - first_off, eid, None)
+        old = self._seek_hint
+        last = old[4] if old is not None and old[0] is node else None
+        self._seek_hint = (node, key, off - first_off, eid, last)
         if eid != id or buf[off] & FLAG_DELETED:
             return None
         return key, node, off, body
@@ -498,9 +519,8 @@ class Stream:
 
     def last_entry_id(self) -> StreamID | None:
         """ID of the last live entry, None when empty."""
-        for eid, _ in iter_backward(self.rax, MIN_ID, MAX_ID):
-            return eid
-        return None
+        last = self._collect(MIN_ID, MAX_ID, 1, True, False)
+        return last[0][0] if last else None
 
     # --- nodes, memory, loading ---------------------------------------------------
 

@@ -265,11 +265,16 @@ def collect_forward(
     reply: bool = False,
     node: tuple[bytes, object] | None = None,
     last_key: bytes | None = None,
+    after: int = 0,
+    resume: list | None = None,
 ) -> list:
     """Live entries with start <= id <= end, ascending, at most ``count`` (0: all);
     ``(id, fields)`` tuples, or ``[b"ms-seq", fields]`` lists with ``reply``.
-    ``node``: the (key, node) that may hold ``start`` if the caller knows it;
-    ``last_key``: the last node's key if known (no rax walk after it)."""
+    ``node``: the (key, node) that may hold ``start`` if the caller knows it, and
+    ``after`` seek_entry's hint in it; ``last_key``: the last node's key if known
+    (no rax walk after it).  When COUNT stops the read inside a node, ``resume``
+    gets (key, node, offset of the next entry relative to the first one, the ID
+    after the last entry read): a read from that ID can start at that offset."""
     out: list = []
     if start > end:
         return out
@@ -281,14 +286,25 @@ def collect_forward(
         if (mms, mseq) > end:
             break
         data = bytes(node.buf)  # type: ignore[attr-defined]
-        names, template, off = node_layout(node)  # type: ignore[arg-type]
+        names, template, first_off = node_layout(node)  # type: ignore[arg-type]
+        off = first_off
         if first:
-            off = seek_entry(node, data, mms, mseq, len(names), off, start)  # type: ignore[arg-type]
+            off = seek_entry(node, data, mms, mseq, len(names), off, start, after)  # type: ignore[arg-type]
             first = False
         want = count - len(out) if count else 0
-        if _forward(data, off, mms, mseq, end, template, out, want, reply) < 0:
+        off = _forward(data, off, mms, mseq, end, template, out, want, reply)
+        if off < 0:
             break
-        if (count and len(out) >= count) or key == last_key:
+        if count and len(out) >= count:
+            if resume is not None and off < len(data) - 1:
+                last = out[-1][0]
+                if reply:  # b"ms-seq"
+                    ms, _, seq = last.partition(b"-")
+                    last = (int(ms), int(seq))
+                if last < MAX_ID:
+                    resume += (key, node, off - first_off, incr_id(last))
+            break
+        if key == last_key:
             break
         item = rax.ceiling(key, True)
     return out
@@ -327,9 +343,10 @@ def collect_backward(
     return out
 
 
-# Generators decode a few entries at a time, so taking just the first entries
-# (first/last_entry_id, islice) does not decode a whole node.
-_CHUNK = 16
+# Generators decode entries in chunks of 1, 2, 4, ... up to _CHUNK, so a consumer
+# that stops early (XREADGROUP's COUNT) decodes at most about twice what it takes,
+# and a long walk pays the per-call setup rarely.
+_CHUNK = 64
 
 
 def iter_forward(rax: Rax, start: StreamID, end: StreamID) -> Iterator[Entry]:
@@ -349,10 +366,13 @@ def iter_forward(rax: Rax, start: StreamID, end: StreamID) -> Iterator[Entry]:
             off = seek_entry(node, data, mms, mseq, len(names), off, start)  # type: ignore[arg-type]
             first = False
         stop = len(data) - 1
+        size = 1
         while 0 <= off < stop:
             chunk: list[Entry] = []
-            off = _forward(data, off, mms, mseq, end, template, chunk, _CHUNK, False)
+            off = _forward(data, off, mms, mseq, end, template, chunk, size, False)
             yield from chunk
+            if size < _CHUNK:
+                size += size
         if off < 0:
             return
         item = rax.ceiling(key, True)
@@ -374,10 +394,13 @@ def iter_backward(rax: Rax, start: StreamID, end: StreamID) -> Iterator[Entry]:
             if end < MAX_ID:
                 off = seek_entry(node, data, mms, mseq, len(names), first_off, incr_id(end))  # type: ignore[arg-type]
             first = False
+        size = 1
         while off > first_off:
             chunk: list[Entry] = []
-            off = _backward(data, off, first_off, mms, mseq, start, template, chunk, _CHUNK, False)
+            off = _backward(data, off, first_off, mms, mseq, start, template, chunk, size, False)
             yield from chunk
+            if size < _CHUNK:
+                size += size
         if off < 0 or (mms, mseq) <= start:
             return
         item = rax.floor(key, True)

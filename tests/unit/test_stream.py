@@ -16,7 +16,15 @@ from storage.stream import (
     StreamError,
     StreamIDError,
 )
-from storage.stream_id import MAX_ID, MIN_ID, UINT64_MAX, format_id, id_to_key, key_to_id
+from storage.stream_id import (
+    MAX_ID,
+    MIN_ID,
+    UINT64_MAX,
+    format_id,
+    id_to_key,
+    incr_id,
+    key_to_id,
+)
 from storage.stream_node import (
     FLAG_DELETED,
     FLAG_SAMEFIELDS,
@@ -539,6 +547,47 @@ def test_ascending_lookups_resume_and_survive_changes() -> None:
     s.trim("maxlen", 100)
     assert s.get((100, 25)) is None
     check_lookups(s)
+    check_invariants(s)
+
+
+def live_by_node(s: Stream) -> list[tuple[tuple[int, int], set]]:
+    return [(m, set(check_node(m, lp).live_ids)) for m, lp in s.nodes()]
+
+
+@pytest.mark.parametrize("reply", [False, True])
+def test_cursor_reads_resume_and_survive_changes(reply: bool) -> None:
+    # COUNT-limited reads from the last ID read: each resumes from the previous one.
+    s = Stream()
+    for i in range(300):
+        s.append([b"i", b"%d" % i], (100 + i // 3, i % 3), max_entries=40)
+    entries = live_entries(s)
+    for count in (1, 3, 10, 41):
+        cur, got, changed = MIN_ID, [], False
+        while True:
+            if reply:
+                part = [((int(a), int(b)), f) for a, b, f in
+                        ((i.partition(b"-")[0], i.partition(b"-")[2], f)
+                         for i, f in s.range_reply(incr_id(cur), MAX_ID, count))]  # fmt: skip
+            else:
+                part = s.range(incr_id(cur), MAX_ID, count)
+            if not part:
+                break
+            got += part
+            cur = part[-1][0]
+            if len(got) >= 150 and not changed:  # changes between two reads
+                changed = True
+                late = (10_000 + count, 0)
+                s.append([b"i", b"late"], late, max_entries=40)
+                entries.append((late, [b"i", b"late"]))
+                # Empty (so remove) the node after the one being read.
+                after = [ids for m, ids in live_by_node(s) if m > cur]
+                gone = after[0] if after else set()
+                for eid in sorted(gone):
+                    assert s.delete(eid)
+                entries = [e for e in entries if e[0] not in gone]
+                k = len(got)
+                assert s.range(entries[k - 1][0], MAX_ID, 2) == entries[k - 1 : k + 1]
+        assert got == entries
     check_invariants(s)
 
 
