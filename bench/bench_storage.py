@@ -156,6 +156,14 @@ def bench_reads(s: Stream, rounds: int, only: set[str] | None) -> None:
 
         report("range after last-2 + COUNT 10 (xread, 1 new)", timeit(tail1, 5000, rounds))
 
+        def cursor(iters: int) -> None:
+            # A reader going through the stream: each read starts after the last ID read.
+            last = ids[1000]
+            for _ in range(iters):
+                last = s.range(incr_id(last), MAX_ID, 10)[-1][0]
+
+        report("cursor reads: range after <last read> COUNT 10", timeit(cursor, 5000, rounds))
+
         def reply(iters: int) -> None:
             for i in range(iters):
                 entries = s.range(sample[i], MAX_ID, 10)
