@@ -10,7 +10,6 @@ from server.commands.stream_args import (
     DEL_DELETED,
     apply_trim,
     delete_with_policy,
-    format_entries,
     lookup_or_create,
     lookup_stream,
     node_limits,
@@ -108,7 +107,7 @@ def _xrange(client: Client, argv: list[bytes], rev: bool) -> object:
         return EMPTY_ARRAY
     if count == 0:
         return NULL_ARRAY
-    return format_entries(stream.range(start, end, max(count, 0), rev))
+    return stream.range_reply(start, end, max(count, 0), rev)
 
 
 @command("xrange", -4, "readonly", keys=(1, 1, 1), categories=f"{_R} @slow",

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from server.client import Client
 from server.commands.help import help_reply
 from server.commands.stream_args import (
-    format_entries,
     format_entry,
     parse_ll,
     read_stream,
@@ -81,7 +80,7 @@ def xinfo_stream(client: Client, argv: list[bytes]) -> object:
         info[b"first-entry"] = format_entry(first[0]) if first else None
         info[b"last-entry"] = format_entry(last[0]) if last else None
         return info
-    info[b"entries"] = format_entries(stream.range(MIN_ID, MAX_ID, count))
+    info[b"entries"] = stream.range_reply(MIN_ID, MAX_ID, count)
     hook = _full_groups_hook
     info[b"groups"] = hook(client, stream, count) if hook is not None and stream.cgroups else []
     return info

@@ -14,7 +14,6 @@ from protocol.encoder import NULL_ARRAY, Raw, encode
 from server.blocking import BlockRequest
 from server.client import Client
 from server.commands.stream_args import (
-    format_entries,
     note_read,
     parse_block_timeout,
     parse_count,
@@ -87,7 +86,7 @@ def read_after(stream: Stream, after: StreamID, count: int) -> list:
     """Up to count (0 = all) live entries with ID > after, formatted for the reply."""
     if after >= stream.last_id or after == MAX_ID:
         return []
-    return format_entries(stream.range(incr_id(after), MAX_ID, count))
+    return stream.range_reply(incr_id(after), MAX_ID, count)
 
 
 def stream_map_reply(client: Client, served: list[tuple[bytes, list]]) -> object:

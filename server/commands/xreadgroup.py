@@ -204,13 +204,12 @@ def _deliver_new(client: Client, key: bytes, stream: Stream, group: ConsumerGrou
     """Serve the entries after the group's last ID (streamReplyWithRange with a group)."""
     start = group.last_id
     out: list[list[object]] = []
-    for eid, fields in stream.iter_range(incr_id(start), MAX_ID):
+    # Collected first (COUNT entries decoded, no more): delivering edits only the group.
+    for eid, fields in stream.range(incr_id(start), MAX_ID, count):
         nack = group.deliver(stream, eid, consumer, now, noack)
         out.append([format_id(eid), fields, 0, 0] if claim else [format_id(eid), fields])
         if nack is not None:
             propagate_xclaim(client, key, group, eid, nack)
-        if count and len(out) >= count:
-            break
     if group.last_id != start:
         propagate_group_id(client, key, group)
     return out
