@@ -339,6 +339,61 @@ class Rax:
         """Insert only if absent; True if inserted (an existing value is kept)."""
         return self._insert(key, value, False)
 
+    def append_max(self, key: bytes, value: object = None) -> bool:
+        """Insert ``key`` if it sorts after every key of the tree; True if inserted.
+        False (the tree unchanged) when some key is >= ``key``: callers fall back to
+        ``insert``.  Only the right edge is walked (no byte search in branching nodes):
+        the fast path for keys that grow, like the IDs a consumer group delivers."""
+        if type(key) is not bytes:
+            key = bytes(key)
+        node = self._root
+        i = 0
+        n = len(key)
+        while i < n:
+            ch = node.children
+            if ch is None:  # a key that is a prefix of ``key`` (smaller), or the empty root
+                node.label = key[i:]
+                node.children = [_Node(b"", None, True, value)]
+                self._numnodes += 1
+                self._count += 1
+                return True
+            lab = node.label
+            if len(ch) == 1:
+                if key.startswith(lab, i):
+                    i += len(lab)
+                    node = ch[0]
+                    continue
+                # Diverges inside the edge (or ends in it, which sorts before the subtree).
+                if key[i : i + len(lab)] < lab:
+                    return False
+                self._split(node, key, i, value)
+                self._count += 1
+                return True
+            b = key[i]
+            top = lab[-1]
+            if b == top:
+                i += 1
+                node = ch[-1]
+                continue
+            if b < top:
+                return False
+            node.label = lab + key[i : i + 1]
+            tail = self._new_tail(key, i + 1, value)
+            if len(ch) < _SMALL_BRANCH:
+                node.children = [*ch, tail]
+            else:
+                ch.append(tail)
+            self._count += 1
+            return True
+        # ``key`` is spelled by an existing node: a key (equal) or a prefix of larger keys,
+        # except in an empty tree asked for the empty key.
+        if node.is_key or node.children is not None:
+            return False
+        node.is_key = True
+        node.value = value
+        self._count += 1
+        return True
+
     def _insert(self, key: bytes, value: object, overwrite: bool) -> bool:
         if type(key) is not bytes:
             key = bytes(key)  # labels are slices of the key: they must be immutable

@@ -504,3 +504,45 @@ def test_floor_ceiling_arbitrary_keys(keys, probes, removed):
     skeys = sorted(set(keys) - set(removed))
     for probe in probes + keys[:5] + removed[:3]:
         check_bounds(r, skeys, probe)
+
+
+# -- append_max: the insert-at-the-end fast path -------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(small_keys, max_size=40), st.lists(small_keys, max_size=40))
+def test_append_max_against_model(initial, appended):
+    """append_max inserts exactly the keys above the current maximum, leaves the tree
+    untouched otherwise, and builds the same shape as plain inserts."""
+    r = build(initial)
+    model = set(initial)
+    for key in appended:
+        expect = not model or key > max(model)
+        before = shape(r)
+        assert r.append_max(key, key) == expect
+        r.verify()
+        if expect:
+            model.add(key)
+        else:
+            assert shape(r) == before
+        assert len(r) == len(model)
+    assert list(r.items()) == [(k, k) for k in sorted(model)]
+    assert shape(r) == shape(build(sorted(model)))
+
+
+def test_append_max_edge_cases():
+    r = Rax()
+    assert r.append_max(b"") and len(r) == 1
+    assert not r.append_max(b"")  # equal
+    assert r.append_max(b"a", 1) and not r.append_max(b"a", 2) and r.find(b"a") == 1
+    assert r.append_max(b"ab") and r.append_max(b"b") and not r.append_max(b"aa")
+    assert not r.append_max(b"a")  # a prefix of larger keys
+    assert r.append_max(bytearray(b"c")) and r.find(b"c") is None and b"c" in r
+    r.verify()
+    ids = Rax()
+    for ms in range(1000, 1300):
+        for seq in range(3):
+            assert ids.append_max(id_key(ms, seq), (ms, seq))
+    ids.verify()
+    assert not ids.append_max(id_key(1100, 0))
+    assert [v for v in ids.values()] == [(ms, s) for ms in range(1000, 1300) for s in range(3)]
