@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import time
 from collections.abc import Iterator
 
@@ -16,45 +15,10 @@ import pytest
 import redis
 
 from tests.helpers import ServerProcess
+from tests.resp import Conn, encode
 
 TARGET = os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd")
 ours_only = pytest.mark.skipif(TARGET == "redis", reason="xstreamd-specific")
-
-
-def encode(*args: str | bytes | int) -> bytes:
-    out = [b"*%d\r\n" % len(args)]
-    for arg in args:
-        data = arg if isinstance(arg, bytes) else str(arg).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(data), data))
-    return b"".join(out)
-
-
-class Conn:
-    """A raw client: call() returns the exact bytes of one reply."""
-
-    def __init__(self, server: ServerProcess) -> None:
-        self.sock = socket.create_connection((server.host, server.port), timeout=10)
-        self.file = self.sock.makefile("rb")
-
-    def call(self, *args: str | bytes | int) -> bytes:
-        self.sock.sendall(encode(*args))
-        return self.read()
-
-    def read(self) -> bytes:
-        line = self.file.readline()
-        if not line:
-            raise EOFError
-        kind, rest = line[:1], line[1:-2]
-        if kind in b"$=!" and rest != b"-1":
-            return line + self.file.read(int(rest) + 2)
-        if kind in b"*%~>|" and rest != b"-1":
-            n = int(rest) * (2 if kind in b"%|" else 1)
-            return line + b"".join(self.read() for _ in range(n))
-        return line
-
-    def close(self) -> None:
-        self.file.close()
-        self.sock.close()
 
 
 def arity(name: str) -> bytes:
