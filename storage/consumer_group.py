@@ -24,7 +24,7 @@ import struct
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from storage.consumer_group_lag import INVALID_ENTRIES_READ, advance_read_counter
+from storage.consumer_group_lag import INVALID_ENTRIES_READ, advance_read_counter_many
 from storage.consumer_group_refs import (
     acked_checker,
     delref_hook,
@@ -60,12 +60,18 @@ __all__ = [
 ]
 
 _TIME = struct.Struct(">Q")
+_ID_KEY = struct.Struct(">QQ")  # id_to_key's layout, packed inline in the batch loops
 _M64 = 2**64 - 1
+
+
+def _time_prefix(t: int) -> bytes:
+    """The 8 leading bytes of a pel_by_time key: the delivery time, clamped into uint64."""
+    return _TIME.pack(t if 0 <= t <= _M64 else min(max(t, 0), _M64))
 
 
 def _time_key(t: int, key: bytes) -> bytes:
     """pel_by_time key: delivery time (clamped into uint64) then the ID key."""
-    return _TIME.pack(min(max(t, 0), _M64)) + key
+    return _time_prefix(t) + key
 
 
 class NACK:
@@ -228,15 +234,60 @@ class ConsumerGroup:
     def deliver(
         self, s: Stream, id: StreamID, consumer: Consumer, now: int, noack: bool = False
     ) -> NACK | None:
-        """One entry served to ``consumer`` by XREADGROUP ``>``: advance the group's
-        last ID and read counter, and (unless ``noack``) make it pending for the
-        consumer.  An entry already pending (after XGROUP SETID moved the group
-        back) changes owner and restarts with one delivery, as in Redis."""
-        if id > self.last_id:
-            advance_read_counter(s, self, id)
+        """One entry served to ``consumer`` by XREADGROUP ``>`` (deliver_new of one ID);
+        returns its NACK, None with ``noack``."""
+        if id <= self.last_id:  # served again after XGROUP SETID moved the group back
+            if noack:
+                return None
+            return self._deliver_pending(s, id_to_key(id), consumer, now)
+        self.deliver_new(s, [id], consumer, now, noack)
+        return None if noack else self.pel.find(id_to_key(id))  # type: ignore[return-value]
+
+    def deliver_new(
+        self, s: Stream, ids: list[StreamID], consumer: Consumer, now: int, noack: bool = False
+    ) -> None:
+        """Entries served to ``consumer`` by XREADGROUP ``>``: ``ids`` ascending, all
+        after the group's last ID.  The group's last ID and read counter advance and
+        (unless ``noack``) each entry becomes pending for the consumer, delivered ``now``
+        once.  An entry already pending (after XGROUP SETID moved the group back)
+        changes owner and restarts with one delivery, as in Redis.
+
+        New IDs are normally above every key of the four trees, so each goes in by
+        ``Rax.append_max`` (a walk down the right edge), falling back to a general
+        insert when not."""
+        if not ids:
+            return
+        advance_read_counter_many(s, self, ids)
         if noack:
-            return None
-        key = id_to_key(id)
+            return
+        pel = self.pel
+        by_time = self.pel_by_time
+        cpel = consumer.pel
+        refs = s.cgroups_ref
+        if refs is None:
+            refs = s.cgroups_ref = Rax()
+        tprefix = _time_prefix(now)
+        pack = _ID_KEY.pack
+        for ms, seq in ids:
+            key = pack(ms, seq)
+            nack = NACK(now, 1, consumer)
+            if not pel.append_max(key, nack):
+                if pel.find(key) is not None:
+                    self._deliver_pending(s, key, consumer, now)
+                else:
+                    self._insert_nack(s, key, nack)
+                continue
+            tkey = tprefix + key
+            if not by_time.append_max(tkey):
+                by_time.insert(tkey)
+            if not cpel.append_max(key, nack):
+                cpel.insert(key, nack)
+            if not refs.append_max(key, [self]):
+                ref_add(s, key, self)
+        consumer.active_time = now
+
+    def _deliver_pending(self, s: Stream, key: bytes, consumer: Consumer, now: int) -> NACK:
+        """A `>` read serves an entry already pending (or newly so, if absent)."""
         nack: NACK | None = self.pel.find(key)  # type: ignore[assignment]
         if nack is None:
             nack = NACK(now, 1, consumer)
@@ -247,6 +298,37 @@ class ConsumerGroup:
             self._assign(nack, key, consumer)
         consumer.active_time = now
         return nack
+
+    def ack(self, s: Stream, ids: list[StreamID]) -> int:
+        """XACK: drop these IDs from the PEL; returns how many were pending."""
+        pel = self.pel
+        by_time = self.pel_by_time
+        refs = s.cgroups_ref
+        # With a single group, an ID in cgroups_ref is held by this group alone.
+        alone = s.cgroups is not None and len(s.cgroups) == 1
+        pack = _ID_KEY.pack
+        last_time = -1
+        tprefix = b""
+        acked = 0
+        for ms, seq in ids:
+            key = pack(ms, seq)
+            found, nack = pel.remove(key)
+            if not found:
+                continue
+            acked += 1
+            t = nack.delivery_time  # type: ignore[union-attr]
+            if t != last_time:  # a command's entries mostly share their delivery time
+                last_time = t
+                tprefix = _time_prefix(t)
+            by_time.remove(tprefix + key)
+            owner = nack.consumer  # type: ignore[union-attr]
+            if owner is not None:
+                owner.pel.remove(key)
+            if alone:
+                refs.remove(key)  # type: ignore[union-attr]
+            else:
+                ref_remove(s, key, self)
+        return acked
 
     def read_history(
         self, s: Stream, consumer: Consumer, start: StreamID, count: int, now: int

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "INVALID_ENTRIES_READ",
     "advance_read_counter",
+    "advance_read_counter_many",
     "estimate_distance",
     "group_lag",
     "range_has_tombstones",
@@ -82,6 +83,23 @@ def advance_read_counter(s: Stream, group: ConsumerGroup, id: StreamID) -> None:
     elif s.entries_added:
         group.entries_read = estimate_distance(s, id)
     group.last_id = id
+
+
+def advance_read_counter_many(s: Stream, group: ConsumerGroup, ids: list[StreamID]) -> None:
+    """advance_read_counter for each of ``ids`` (ascending, all after the group's last
+    ID).  Once a step counts exactly (+1), so do all the later ones: the group's last ID
+    only grows, so it stays past the first entry and past every tombstone."""
+    n = len(ids)
+    for i in range(n):
+        if (
+            group.entries_read != INVALID_ENTRIES_READ
+            and group.last_id >= s.first_id
+            and not range_has_tombstones(s, group.last_id, None)
+        ):
+            group.entries_read += n - i
+            group.last_id = ids[-1]
+            return
+        advance_read_counter(s, group, ids[i])
 
 
 def group_lag(s: Stream, group: ConsumerGroup) -> int | None:

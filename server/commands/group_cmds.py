@@ -221,10 +221,7 @@ def xack(client: Client, argv: list[bytes]) -> object:
     if stream is None or group is None:
         return 0  # nothing to acknowledge
     ids = [parse_strict_id(arg) for arg in argv[3:]]  # all or nothing
-    acked = 0
-    for entry_id in ids:
-        if group.remove_pending(stream, entry_id) is not None:
-            acked += 1
+    acked = group.ack(stream, ids)
     if acked:
         client.server.propagate(client.db, list(argv))
     return acked

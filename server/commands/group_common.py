@@ -72,6 +72,20 @@ def propagate_xclaim(client: Client, key: bytes, group: ConsumerGroup, entry_id:
     ])
 
 
+def propagate_new_deliveries(client: Client, key: bytes, group: ConsumerGroup,
+                             consumer: Consumer, fids: list[bytes], now: int) -> None:
+    """propagate_xclaim for entries an XREADGROUP `>` just made pending (``fids``: their
+    formatted IDs): each owned by ``consumer``, delivered ``now`` once, and the group's
+    last ID when it was delivered is the entry's own ID."""
+    server = client.server
+    db = client.db
+    head = [b"XCLAIM", key, group.name, consumer.name, b"0"]
+    t = b"%d" % now
+    for fid in fids:
+        server.propagate(db, [*head, fid, b"TIME", t, b"RETRYCOUNT", b"1", b"FORCE",
+                              b"JUSTID", b"LASTID", fid])
+
+
 def propagate_group_id(client: Client, key: bytes, group: ConsumerGroup) -> None:
     """XGROUP SETID key group last-id ENTRIESREAD n: the group's position and counter."""
     client.server.propagate(client.db, [

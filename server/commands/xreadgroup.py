@@ -27,6 +27,7 @@ from server.commands.group_common import (
     nogroup_key_or_group,
     now_ms,
     propagate_group_id,
+    propagate_new_deliveries,
     propagate_xclaim,
 )
 from server.commands.stream_args import (
@@ -203,15 +204,21 @@ def _deliver_new(client: Client, key: bytes, stream: Stream, group: ConsumerGrou
                  claim: bool) -> list[list[object]]:
     """Serve the entries after the group's last ID (streamReplyWithRange with a group)."""
     start = group.last_id
-    out: list[list[object]] = []
     # Collected first (COUNT entries decoded, no more): delivering edits only the group.
-    for eid, fields in stream.range(incr_id(start), MAX_ID, count):
-        nack = group.deliver(stream, eid, consumer, now, noack)
-        out.append([format_id(eid), fields, 0, 0] if claim else [format_id(eid), fields])
-        if nack is not None:
-            propagate_xclaim(client, key, group, eid, nack)
-    if group.last_id != start:
-        propagate_group_id(client, key, group)
+    entries = stream.range(incr_id(start), MAX_ID, count)
+    if not entries:
+        return []
+    ids = [eid for eid, _ in entries]
+    fids = [b"%d-%d" % eid for eid in ids]
+    group.deliver_new(stream, ids, consumer, now, noack)
+    if claim:
+        out: list[list[object]] = [[fid, fields, 0, 0]
+                                   for fid, (_, fields) in zip(fids, entries, strict=True)]
+    else:
+        out = [[fid, fields] for fid, (_, fields) in zip(fids, entries, strict=True)]
+    if not noack:
+        propagate_new_deliveries(client, key, group, consumer, fids, now)
+    propagate_group_id(client, key, group)
     return out
 
 
