@@ -9,6 +9,7 @@ a server.blocking.BlockRequest.
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -191,6 +192,13 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
         reply = ErrorReply(exc.message)
         spec.failed_calls += 1
         server.stats.error_reply(exc.message)
+    except Exception as exc:  # a bug in a handler answers this command, never kills the client
+        server.log.warning(f"Internal error running '{spec.fullname}': {exc!r}\n"
+                           + traceback.format_exc())
+        text = f"ERR internal error running '{spec.fullname}' ({type(exc).__name__})"
+        reply = ErrorReply(text)
+        spec.failed_calls += 1
+        server.stats.error_reply(text)
     # Monitors see a command once it ran (EXEC after its queued commands), never an admin
     # command, and not again when a blocked client's command is re-run.
     if server.monitors and client.blocked is None and "admin" not in spec.flags:
