@@ -74,6 +74,18 @@ def _time_key(t: int, key: bytes) -> bytes:
     return _time_prefix(t) + key
 
 
+def _add_sorted(tree: Rax, keys: list[bytes], values: list[object] | None) -> None:
+    """Insert ascending ``keys`` (values None when ``values`` is None): built whole into
+    an empty tree, else appended at the end, else inserted."""
+    if not len(tree):
+        tree.fill_sorted(keys, values)
+        return
+    for i, key in enumerate(keys):
+        value = None if values is None else values[i]
+        if not tree.append_max(key, value):
+            tree.insert(key, value)
+
+
 class NACK:
     """A pending entry: last delivery time, deliveries so far, current owner."""
 
@@ -261,29 +273,36 @@ class ConsumerGroup:
         if noack:
             return
         pel = self.pel
-        by_time = self.pel_by_time
-        cpel = consumer.pel
-        refs = s.cgroups_ref
-        if refs is None:
-            refs = s.cgroups_ref = Rax()
-        tprefix = _time_prefix(now)
         pack = _ID_KEY.pack
-        for ms, seq in ids:
-            key = pack(ms, seq)
-            nack = NACK(now, 1, consumer)
-            if not pel.append_max(key, nack):
-                if pel.find(key) is not None:
+        keys = [pack(ms, seq) for ms, seq in ids]
+        nacks = [NACK(now, 1, consumer) for _ in keys]
+        if not len(pel):  # a group whose consumers keep up: the PEL is built whole
+            pel.fill_sorted(keys, nacks)  # type: ignore[arg-type]
+        else:
+            fresh: list[bytes] = []
+            fresh_nacks: list[NACK] = []
+            for key, nack in zip(keys, nacks, strict=True):
+                if pel.append_max(key, nack):
+                    fresh.append(key)
+                    fresh_nacks.append(nack)
+                elif pel.find(key) is not None:
                     self._deliver_pending(s, key, consumer, now)
                 else:
                     self._insert_nack(s, key, nack)
-                continue
-            tkey = tprefix + key
-            if not by_time.append_max(tkey):
-                by_time.insert(tkey)
-            if not cpel.append_max(key, nack):
-                cpel.insert(key, nack)
-            if not refs.append_max(key, [self]):
-                ref_add(s, key, self)
+            keys = fresh
+            nacks = fresh_nacks
+        tprefix = _time_prefix(now)
+        _add_sorted(self.pel_by_time, [tprefix + key for key in keys], None)
+        _add_sorted(consumer.pel, keys, nacks)  # type: ignore[arg-type]
+        refs = s.cgroups_ref
+        if refs is None:
+            refs = s.cgroups_ref = Rax()
+        if not len(refs):
+            refs.fill_sorted(keys, [[self] for _ in keys])
+        else:
+            for key in keys:
+                if not refs.append_max(key, [self]):
+                    ref_add(s, key, self)
         consumer.active_time = now
 
     def _deliver_pending(self, s: Stream, key: bytes, consumer: Consumer, now: int) -> NACK:
@@ -302,16 +321,20 @@ class ConsumerGroup:
     def ack(self, s: Stream, ids: list[StreamID]) -> int:
         """XACK: drop these IDs from the PEL; returns how many were pending."""
         pel = self.pel
-        by_time = self.pel_by_time
-        refs = s.cgroups_ref
+        pack = _ID_KEY.pack
+        keys = [pack(ms, seq) for ms, seq in ids]
         # With a single group, an ID in cgroups_ref is held by this group alone.
         alone = s.cgroups is not None and len(s.cgroups) == 1
-        pack = _ID_KEY.pack
+        if 0 < len(pel) <= len(keys):
+            drained = self._drain(s, keys, alone)
+            if drained:
+                return drained
+        by_time = self.pel_by_time
+        refs = s.cgroups_ref
         last_time = -1
         tprefix = b""
         acked = 0
-        for ms, seq in ids:
-            key = pack(ms, seq)
+        for key in keys:
             found, nack = pel.remove(key)
             if not found:
                 continue
@@ -329,6 +352,31 @@ class ConsumerGroup:
             else:
                 ref_remove(s, key, self)
         return acked
+
+    def _drain(self, s: Stream, keys: list[bytes], alone: bool) -> int:
+        """XACK of every pending entry (a group whose consumers keep up): the trees are
+        emptied whole instead of key by key.  Returns how many entries were pending, or
+        0 (nothing changed) when ``keys`` does not cover the whole PEL."""
+        wanted = set(keys)
+        items = list(self.pel.items())
+        for key, _ in items:
+            if key not in wanted:
+                return 0
+        self.pel.clear()
+        self.pel_by_time.clear()
+        # Consumer PELs are parts of the group's: every one of them is empty now.
+        last = None
+        for _, nack in items:
+            owner = nack.consumer  # type: ignore[attr-defined]
+            if owner is not last and owner is not None:
+                owner.pel.clear()
+                last = owner
+        if alone:
+            s.cgroups_ref.clear()  # type: ignore[union-attr]
+        else:
+            for key, _ in items:
+                ref_remove(s, key, self)
+        return len(items)
 
     def read_history(
         self, s: Stream, consumer: Consumer, start: StreamID, count: int, now: int

@@ -35,6 +35,7 @@ from __future__ import annotations
 import sys
 from bisect import bisect_left
 from collections.abc import Iterator
+from itertools import pairwise
 
 from storage.rax_iter import RaxIterator
 
@@ -394,6 +395,24 @@ class Rax:
         self._count += 1
         return True
 
+    def fill_sorted(self, keys: list[bytes], values: list[object] | None = None) -> None:
+        """Fill an empty tree with ``keys`` (strictly ascending ``bytes``; ``values`` of
+        the same length, or all None), built directly in its canonical shape: no walk
+        per key.  Raises ValueError (the tree unchanged) if the tree is not empty or the
+        keys are not strictly ascending."""
+        if self._count:
+            raise ValueError("fill_sorted needs an empty tree")
+        if not keys:
+            return
+        if values is None:
+            values = [None] * len(keys)
+        if len(values) != len(keys) or any(a >= b for a, b in pairwise(keys)):
+            raise ValueError("fill_sorted needs strictly ascending keys and one value each")
+        counter = [0]
+        self._root = _build(keys, values, 0, len(keys), 0, counter)
+        self._numnodes = counter[0]
+        self._count = len(keys)
+
     def _insert(self, key: bytes, value: object, overwrite: bool) -> bool:
         if type(key) is not bytes:
             key = bytes(key)  # labels are slices of the key: they must be immutable
@@ -614,3 +633,53 @@ class Rax:
             raise AssertionError(
                 f"counters off: keys {keys}/{self._count} nodes {nodes}/{self._numnodes}"
             )
+
+
+def _build(
+    keys: list[bytes], values: list[object], lo: int, hi: int, d: int, counter: list[int]
+) -> _Node:
+    """The canonical node spelling ``keys[lo][:d]`` for ``keys[lo:hi]`` (ascending, all
+    sharing those d bytes); ``counter[0]`` counts the nodes made (Rax.fill_sorted)."""
+    counter[0] += 1
+    first = keys[lo]
+    if len(first) == d:  # the shortest key is the prefix itself: this node is a key
+        node = _Node(b"", None, True, values[lo])
+        lo += 1
+        if lo == hi:
+            return node
+        first = keys[lo]
+    else:
+        node = _Node(b"", None, False, None)
+    last = keys[hi - 1]
+    # The keys' common prefix beyond d is the common prefix of the first and the last.
+    m = min(len(first), len(last))
+    x = int.from_bytes(first[d:m], "big") ^ int.from_bytes(last[d:m], "big")
+    p = m - (x.bit_length() + 7) // 8
+    if p > d:  # one edge down to where a key ends or the keys branch
+        node.label = first[d:p]
+        node.children = [_build(keys, values, lo, hi, p, counter)]
+        return node
+    label = bytearray()
+    children = []
+    j = lo
+    while j < hi:
+        b = keys[j][d]
+        k = j + 1
+        while k < hi and keys[k][d] == b:
+            k += 1
+        label.append(b)
+        if k == j + 1:  # one key: a leaf, under an edge for the rest of it (no recursion)
+            key = keys[j]
+            leaf = _Node(b"", None, True, values[j])
+            if len(key) == d + 1:
+                children.append(leaf)
+                counter[0] += 1
+            else:
+                children.append(_Node(key[d + 1 :], [leaf], False, None))
+                counter[0] += 2
+        else:
+            children.append(_build(keys, values, j, k, d + 1, counter))
+        j = k
+    node.label = bytes(label)
+    node.children = children
+    return node

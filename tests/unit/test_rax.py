@@ -546,3 +546,44 @@ def test_append_max_edge_cases():
     ids.verify()
     assert not ids.append_max(id_key(1100, 0))
     assert [v for v in ids.values()] == [(ms, s) for ms in range(1000, 1300) for s in range(3)]
+
+
+# -- fill_sorted: building an empty tree from sorted keys ----------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sets(small_keys, max_size=40))
+def test_fill_sorted_matches_inserts(keys):
+    ordered = sorted(keys)
+    r = Rax()
+    r.fill_sorted(ordered, [k + b"!" for k in ordered])
+    r.verify()
+    assert shape(r) == shape(build(ordered))
+    assert r.node_count() == build(ordered).node_count()
+    assert list(r.items()) == [(k, k + b"!") for k in ordered]
+    for k in ordered[::2]:  # the built tree edits like any other
+        assert r.remove(k) == (True, k + b"!")
+    r.verify()
+    assert shape(r) == shape(build(ordered[1::2]))
+
+
+def test_fill_sorted_stream_keys_and_errors():
+    keys = [id_key(ms, seq) for ms in (5, 6, 300, 70000) for seq in (0, 1, 2, 255, 256)]
+    r = Rax()
+    r.fill_sorted(keys)
+    r.verify()
+    assert shape(r) == shape(build(keys)) and list(r.values()) == [None] * len(keys)
+    with pytest.raises(ValueError):
+        r.fill_sorted([b"z"])  # not empty
+    e = Rax()
+    with pytest.raises(ValueError):
+        e.fill_sorted([b"b", b"a"])
+    with pytest.raises(ValueError):
+        e.fill_sorted([b"a", b"a"])
+    with pytest.raises(ValueError):
+        e.fill_sorted([b"a"], [1, 2])
+    assert len(e) == 0 and e.node_count() == 1
+    e.fill_sorted([])
+    e.fill_sorted([b""], [7])
+    assert e.find(b"") == 7 and len(e) == 1
+    e.verify()
