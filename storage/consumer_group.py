@@ -13,7 +13,9 @@ A group holds ``last_id``, ``entries_read`` and three rax trees:
 ``stream.cgroups_ref`` is None or a rax ID key -> list of the groups that have
 the ID pending.  Every PEL insert and removal goes through this module so the
 four trees always agree (``verify()`` checks it).  It serves the KEEPREF /
-DELREF / ACKED policies of XDELEX, XACKDEL, XTRIM and XADD.
+DELREF / ACKED policies of XDELEX, XACKDEL, XTRIM and XADD.  Claiming (XCLAIM,
+XAUTOCLAIM, XREADGROUP CLAIM) lives in storage/consumer_group_claim.py, behind
+delegating methods, and edits the PEL only through this module's primitives.
 
 No clock is read here: every time is a ``now`` argument in Unix milliseconds.
 """
@@ -24,6 +26,7 @@ import struct
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from storage import consumer_group_claim as _claim
 from storage.consumer_group_lag import INVALID_ENTRIES_READ, advance_read_counter_many
 from storage.consumer_group_refs import (
     acked_checker,
@@ -400,7 +403,7 @@ class ConsumerGroup:
             nack.delivery_count += 1
         return out
 
-    # --- claiming -------------------------------------------------------------------
+    # --- claiming (storage/consumer_group_claim.py) -----------------------------------
 
     def claim(
         self,
@@ -414,38 +417,10 @@ class ConsumerGroup:
         force: bool = False,
         justid: bool = False,
     ) -> tuple[str, NACK | None, list[bytes] | None]:
-        """One ID of XCLAIM.  Returns ``(status, nack, fields)`` where status is
-
-        * ``"claimed"``: now owned by ``consumer`` (fields None with ``justid``);
-        * ``"deleted"``: the entry is gone from the stream, so its pending entry
-          was dropped (nack is the removed NACK, still naming its old owner);
-        * ``"skipped"``: not pending (and no FORCE), or not idle long enough.
-
-        ``delivery_time`` None means now; ``retry_count`` -1 means increment the
-        delivery count unless ``justid``."""
-        key = id_to_key(id)
-        nack: NACK | None = self.pel.find(key)  # type: ignore[assignment]
-        fields = s.get(id)
-        if fields is None:
-            if nack is not None:
-                self._remove_key(s, key)
-                return "deleted", nack, None
-            return "skipped", None, None
-        if nack is None:
-            if not force:
-                return "skipped", None, None
-            nack = NACK(now, 1, None)  # FORCE: a new pending entry, owner set below
-            self._insert_nack(s, key, nack)
-        elif nack.consumer is not None and min_idle and now - nack.delivery_time < min_idle:
-            return "skipped", None, None
-        self._set_time(nack, key, now if delivery_time is None else delivery_time)
-        if retry_count >= 0:
-            nack.delivery_count = retry_count
-        elif not justid:
-            nack.delivery_count += 1
-        self._assign(nack, key, consumer)
-        consumer.active_time = now
-        return "claimed", nack, None if justid else fields
+        """One ID of XCLAIM: ``(status, nack, fields)``, see consumer_group_claim.claim."""
+        return _claim.claim(
+            self, s, id, consumer, now, min_idle, delivery_time, retry_count, force, justid
+        )
 
     def autoclaim(
         self,
@@ -461,84 +436,19 @@ class ConsumerGroup:
         list[tuple[StreamID, NACK, list[bytes] | None]],
         list[tuple[StreamID, NACK]],
     ]:
-        """XAUTOCLAIM: scan the PEL from ``start`` (at most ``count * 10`` entries)
-        and claim up to ``count`` entries idle for ``min_idle`` ms or more.
-
-        Returns ``(cursor, claimed, deleted)``: the ID to continue from (0-0 when
-        the scan reached the end), ``(id, nack, fields)`` claimed (fields None with
-        ``justid``), and ``(id, removed_nack)`` for pending entries whose stream
-        entry is gone, which are dropped and count against ``count``."""
-        claimed: list[tuple[StreamID, NACK, list[bytes] | None]] = []
-        deleted: list[tuple[StreamID, NACK]] = []
-        attempts = count * 10
-        it = self.pel.iterator()
-        it.seek(">=", id_to_key(start))
-        exhausted = False
-        while attempts and count:
-            attempts -= 1
-            if not it.next():
-                exhausted = True
-                break
-            key = it.key
-            nack: NACK = it.value  # type: ignore[assignment]
-            id = key_to_id(key)
-            fields = s.get(id)
-            if fields is None:
-                self._remove_key(s, key)
-                deleted.append((id, nack))
-                count -= 1
-                it.seek(">", key)  # the PEL changed: resume after the removed key
-                continue
-            if min_idle and now - nack.delivery_time < min_idle:
-                continue
-            self._set_time(nack, key, now)
-            if not justid:
-                nack.delivery_count += 1
-            self._assign(nack, key, consumer)
-            claimed.append((id, nack, None if justid else fields))
-            count -= 1
-            consumer.active_time = now
-        cursor = (0, 0)
-        if not exhausted and it.next():
-            cursor = key_to_id(it.key)
-        return cursor, claimed, deleted
+        """XAUTOCLAIM: ``(cursor, claimed, deleted)``, see consumer_group_claim.autoclaim."""
+        return _claim.autoclaim(self, s, consumer, now, min_idle, start, count, justid)
 
     def oldest_delivery_time(self) -> int | None:
         """Delivery time of the longest-idle pending entry, None if none."""
-        first = self.pel_by_time.first()
-        return None if first is None else _TIME.unpack_from(first[0])[0]
+        return _claim.oldest_delivery_time(self)
 
     def claim_idle(
         self, s: Stream, consumer: Consumer, now: int, min_idle: int, limit: int = 0
     ) -> list[tuple[StreamID, list[bytes], int, int, NACK]]:
-        """XREADGROUP CLAIM: take the pending entries idle for ``min_idle`` ms or
-        more, longest idle first (at most ``limit``, 0 = all).  Each becomes the
-        consumer's, delivered now, one more delivery.  Entries gone from the
-        stream are passed over and left pending.  Returns ``(id, fields, idle,
-        deliveries before this one, nack)``."""
-        found: list[tuple[bytes, list[bytes], int, NACK]] = []
-        pel = self.pel
-        for tkey in self.pel_by_time:
-            idle = now - _TIME.unpack_from(tkey)[0]
-            if idle < min_idle:
-                break
-            key = tkey[8:]
-            fields = s.get(key_to_id(key))
-            if fields is None:
-                continue
-            found.append((key, fields, idle, pel.find(key)))  # type: ignore[arg-type]
-            if limit and len(found) >= limit:
-                break
-        out: list[tuple[StreamID, list[bytes], int, int, NACK]] = []
-        for key, fields, idle, nack in found:  # edit the trees once the walk is over
-            before = nack.delivery_count
-            self._set_time(nack, key, now)
-            nack.delivery_count = before + 1
-            self._assign(nack, key, consumer)
-            out.append((key_to_id(key), fields, max(idle, 0), before, nack))
-        if out:
-            consumer.active_time = now
-        return out
+        """XREADGROUP CLAIM: ``(id, fields, idle, deliveries before, nack)`` per entry
+        taken, see consumer_group_claim.claim_idle."""
+        return _claim.claim_idle(self, s, consumer, now, min_idle, limit)
 
     # --- inspection -----------------------------------------------------------------
 
