@@ -16,7 +16,7 @@ from protocol.encoder import encode_into
 from server.blocking import Blocking, BlockRequest
 from server.client import Client
 from server.config import Config
-from server.dispatch import CommandSpec, execute
+from server.dispatch import CommandSpec, execute, lookup
 from server.log import Logger
 from server.stats import Stats
 from storage.keyspace import Database
@@ -165,8 +165,6 @@ class Server:
         if client.in_exec:
             self.write_reply(client, request.timeout_reply)
             return
-        from server.dispatch import lookup
-
         self.blocking.block(client, request, lookup(argv))
 
     def resume_client(self, client: Client) -> None:
