@@ -344,7 +344,7 @@ class PythonRequestReader(_RespParser):
 class HiredisRequestReader(_RespParser):
     """hiredis.Reader for runs of complete multibulk frames, the Python rules for the rest."""
 
-    __slots__ = ("_hr",)
+    __slots__ = ("_hr", "_fast_hr")
 
     def __init__(
         self,
@@ -353,6 +353,7 @@ class HiredisRequestReader(_RespParser):
     ) -> None:
         super().__init__(proto_max_bulk_len, max_multibulk_len)
         self._hr: hiredis.Reader | None = None  # kept only while it holds no partial reply
+        self._fast_hr: hiredis.Reader | None = None  # _fast_batch's reader, always empty
 
     def get_commands(self) -> list[list[bytes]]:
         if self._error is not None:
@@ -409,22 +410,28 @@ class HiredisRequestReader(_RespParser):
         buf = self._buf
         if _SUSPECT_RE.search(buf) is not None:
             return None
-        hr = hiredis.Reader()
+        # One hiredis reader serves every fast batch: it is empty again after a batch that
+        # it read to the end, and dropped after any other.
+        hr = self._fast_hr
+        self._fast_hr = None
+        if hr is None:
+            hr = hiredis.Reader()
         hr.feed(buf)
         cmds = []
         try:
             while (cmd := hr.gets()) is not False:
+                if type(cmd) is not list:
+                    return None
+                for arg in cmd:  # plain loops: cheaper than set/map for a few short lists
+                    if type(arg) is not bytes:
+                        return None
                 cmds.append(cmd)
         except Exception:  # hiredis.ProtocolError: the Python rules give Redis's error
             return None
         # A partial frame after the complete ones makes the canonical size fall short.
-        if (
-            not cmds
-            or set(map(type, cmds)) != {list}
-            or not {bytes}.issuperset(map(type, chain.from_iterable(cmds)))
-            or _canonical_size(cmds) != len(buf)
-        ):
+        if not cmds or _canonical_size(cmds) != len(buf):
             return None
+        self._fast_hr = hr
         buf.clear()
         return cmds if all(cmds) else list(filter(None, cmds))
 
