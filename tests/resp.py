@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import socket
 
+import hiredis
+
 from tests.helpers import ServerProcess
 
 
@@ -44,4 +46,43 @@ class Conn:
 
     def close(self) -> None:
         self.file.close()
+        self.sock.close()
+
+
+class RawConn:
+    """One RESP connection that returns each reply's exact bytes."""
+
+    def __init__(self, server: ServerProcess) -> None:
+        self.sock = socket.create_connection((server.host, server.port), timeout=10)
+
+    def call(self, *args: str | bytes) -> bytes:
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            a = a.encode() if isinstance(a, str) else a
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        self.sock.sendall(out)
+        reader = hiredis.Reader()
+        data = b""
+        while True:
+            chunk = self.sock.recv(65536)
+            assert chunk, "connection closed"
+            data += chunk
+            reader.feed(chunk)
+            if reader.gets() is not False:
+                return data
+
+    def value(self, *args: str | bytes) -> object:
+        """The reply parsed by hiredis (maps as dicts, RESP2 arrays as lists)."""
+        reader = hiredis.Reader()
+        reader.feed(self.call(*args))
+        return reader.gets()
+
+    def info(self, key: str) -> dict:
+        """XINFO STREAM key as a dict (RESP2 flat array or RESP3 map)."""
+        reply = self.value("XINFO", "STREAM", key)
+        if isinstance(reply, list):
+            return dict(zip(reply[0::2], reply[1::2], strict=True))
+        return reply  # type: ignore[return-value]
+
+    def close(self) -> None:
         self.sock.close()

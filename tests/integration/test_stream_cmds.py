@@ -9,14 +9,13 @@ behaviour added after 7.0 are skipped there.
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator
 
-import hiredis
 import pytest
 import redis
 
 from tests.helpers import ServerProcess
+from tests.resp import RawConn
 
 REDIS7 = os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd") == "redis"
 redis8 = pytest.mark.skipif(REDIS7, reason="Redis 8 behaviour; the reference server is 7.0")
@@ -24,45 +23,6 @@ redis8 = pytest.mark.skipif(REDIS7, reason="Redis 8 behaviour; the reference ser
 U64 = 2**64 - 1
 BAD_ID = "Invalid stream ID specified as stream command argument"
 WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
-
-
-class RawConn:
-    """One RESP connection that returns each reply's exact bytes."""
-
-    def __init__(self, server: ServerProcess) -> None:
-        self.sock = socket.create_connection((server.host, server.port), timeout=10)
-
-    def call(self, *args: str | bytes) -> bytes:
-        out = b"*%d\r\n" % len(args)
-        for a in args:
-            a = a.encode() if isinstance(a, str) else a
-            out += b"$%d\r\n%s\r\n" % (len(a), a)
-        self.sock.sendall(out)
-        reader = hiredis.Reader()
-        data = b""
-        while True:
-            chunk = self.sock.recv(65536)
-            assert chunk, "connection closed"
-            data += chunk
-            reader.feed(chunk)
-            if reader.gets() is not False:
-                return data
-
-    def value(self, *args: str | bytes) -> object:
-        """The reply parsed by hiredis (maps as dicts, RESP2 arrays as lists)."""
-        reader = hiredis.Reader()
-        reader.feed(self.call(*args))
-        return reader.gets()
-
-    def info(self, key: str) -> dict:
-        """XINFO STREAM key as a dict (RESP2 flat array or RESP3 map)."""
-        reply = self.value("XINFO", "STREAM", key)
-        if isinstance(reply, list):
-            return dict(zip(reply[0::2], reply[1::2], strict=True))
-        return reply  # type: ignore[return-value]
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture(autouse=True)
