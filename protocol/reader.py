@@ -94,6 +94,11 @@ class RequestReader:
     def get_commands(self) -> list[list[bytes]]:
         raise NotImplementedError
 
+    def parse(self, data: bytes) -> list[list[bytes]]:
+        """feed(data) then get_commands(), in one call (a reader may skip the buffering)."""
+        self.feed(data)
+        return self.get_commands()
+
     def pending_bytes(self) -> int:
         raise NotImplementedError
 
@@ -355,6 +360,18 @@ class HiredisRequestReader(_RespParser):
         self._hr: hiredis.Reader | None = None  # kept only while it holds no partial reply
         self._fast_hr: hiredis.Reader | None = None  # _fast_batch's reader, always empty
 
+    def parse(self, data: bytes) -> list[list[bytes]]:
+        # With nothing buffered, a read of complete frames is parsed straight from `data`.
+        if (not self._buf and not self._mbulk and self._error is None
+                and not self.unauthenticated and 0 < len(data) <= _FAST_MAX
+                and data[0] == _STAR and len(data) <= self.proto_max_bulk_len
+                and len(data) < 6 * self.max_multibulk_len):
+            fast = self._fast_batch(data)
+            if fast is not None:
+                return fast
+        self.feed(data)
+        return self.get_commands()
+
     def get_commands(self) -> list[list[bytes]]:
         if self._error is not None:
             raise self._error
@@ -367,8 +384,9 @@ class HiredisRequestReader(_RespParser):
         # than n, and a frame of k arguments takes at least 6k bytes ("$0\r\n\r\n" each).
         if (not self._pos and not self._mbulk and 0 < n <= _FAST_MAX and buf[0] == _STAR
                 and n <= self.proto_max_bulk_len and n < 6 * self.max_multibulk_len):
-            fast = self._fast_batch()
+            fast = self._fast_batch(buf)
             if fast is not None:
+                buf.clear()
                 return fast
         out: list[list[bytes]] = []
         passes = 0
@@ -402,37 +420,39 @@ class HiredisRequestReader(_RespParser):
         self._compact()
         return out
 
-    def _fast_batch(self) -> list[list[bytes]] | None:
+    def _fast_batch(self, data: bytes | bytearray) -> list[list[bytes]] | None:
         """The common case in few operations: a small buffer holding only complete, canonical
         multibulk frames (one read of unpipelined or lightly pipelined commands). Too small for
-        any limit to matter. None when anything is unusual; the general path then starts over
-        from the untouched buffer."""
-        buf = self._buf
-        if _SUSPECT_RE.search(buf) is not None:
-            return None
+        any limit to matter. Reads `data` without keeping it; None when anything is unusual
+        (the caller then takes the general path from the untouched bytes)."""
         # One hiredis reader serves every fast batch: it is empty again after a batch that
         # it read to the end, and dropped after any other.
         hr = self._fast_hr
         self._fast_hr = None
         if hr is None:
             hr = hiredis.Reader()
-        hr.feed(buf)
+        hr.feed(data)
         cmds = []
+        size = 0  # what the frames take when written canonically
         try:
             while (cmd := hr.gets()) is not False:
                 if type(cmd) is not list:
                     return None
-                for arg in cmd:  # plain loops: cheaper than set/map for a few short lists
+                size += _HEADER_SIZE[len(cmd)]
+                for arg in cmd:  # one plain loop checks the types and sums the sizes
                     if type(arg) is not bytes:
                         return None
+                    size += _ITEM_SIZE[len(arg)]
                 cmds.append(cmd)
-        except Exception:  # hiredis.ProtocolError: the Python rules give Redis's error
+        except Exception:  # hiredis.ProtocolError (the Python rules give Redis's error), or
+            return None  # IndexError: a long argument, for the general path
+        # A partial frame after the complete ones makes the canonical size fall short; bytes
+        # that start other RESP types ('+', '=', ...) need the frames checked one by one.
+        if not cmds or size != len(data):
             return None
-        # A partial frame after the complete ones makes the canonical size fall short.
-        if not cmds or _canonical_size(cmds) != len(buf):
+        if _SUSPECT_RE.search(data) is not None and not _all_canonical(data, 0, cmds):
             return None
         self._fast_hr = hr
-        buf.clear()
         return cmds if all(cmds) else list(filter(None, cmds))
 
     def _hiredis_pass(self, out: list[list[bytes]]) -> bool:
@@ -527,7 +547,7 @@ def _canonical_size(cmds: list[list[bytes]]) -> int:
         )
 
 
-def _all_canonical(buf: bytearray, pos: int, cmds: list[list[bytes]]) -> bool:
+def _all_canonical(buf: bytes | bytearray, pos: int, cmds: list[list[bytes]]) -> bool:
     """Check that every frame starts with '*' and every argument with '$' at the offsets
     the canonical encoding puts them. hiredis reads numbers exactly like Redis does, so
     with the type bytes right its reading is Redis's. By induction on the items in buffer

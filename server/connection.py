@@ -112,9 +112,8 @@ class Connection(asyncio.Protocol):
         server.stats.net_input_bytes += len(data)
         client.last_interaction = time.monotonic()
         reader = self.reader
-        reader.feed(data)
         try:
-            commands = reader.get_commands()
+            commands = reader.parse(data)
             while commands:
                 if len(commands) > _CHUNK:
                     if not self._run_limited(client, commands):

@@ -52,13 +52,17 @@ def error_of(impl: type[RequestReader], data: bytes, **kw: int) -> str:
     return str(ei.value)
 
 
-def outcomes(r: RequestReader, chunks: list[bytes]) -> list[object]:
-    """What each feed+get_commands step gives: a list of commands, or ('error', text)."""
+def outcomes(r: RequestReader, chunks: list[bytes], via_parse: bool = False) -> list[object]:
+    """What each feed+get_commands step (or parse() call) gives: a list of commands, or
+    ('error', text)."""
     res: list[object] = []
     for chunk in chunks:
-        r.feed(chunk)
         try:
-            res.append(r.get_commands())
+            if via_parse:
+                res.append(r.parse(chunk))
+            else:
+                r.feed(chunk)
+                res.append(r.get_commands())
         except ProtocolError as e:
             res.append(("error", str(e)))
     return res
@@ -619,6 +623,29 @@ def test_roundtrip_any_chunking(cmds: list[tuple[list[bytes], bytes]], cuts: lis
             got += r.get_commands()
         assert got == want
         assert r.pending_bytes() == 0
+        r = impl()
+        got = []
+        for chunk in split_at(data, cuts):
+            got += r.parse(chunk)
+        assert got == want
+        assert r.pending_bytes() == 0
+
+
+def test_parse_fast_path_rejects_other_resp_types() -> None:
+    """Frames hiredis reads as bytes but Redis refuses ('+', '=' inside a request) or reads
+    differently must not slip through the fast path of parse()."""
+    for data in (b"*1\r\n+PING\r\n", b"*2\r\n$4\r\nECHO\r\n=5\r\ntxt:a\r\n",
+                 b"*2\r\n$1\r\na\r\n+a\r\n*1\r\n$4\r\nPING\r\n"):
+        fast, slow = HiredisRequestReader(), PythonRequestReader()
+        slow.feed(data)
+        with pytest.raises(ProtocolError) as want:
+            slow.get_commands()
+        with pytest.raises(ProtocolError) as got:
+            fast.parse(data)
+        assert str(got.value) == str(want.value)
+    # '+' inside arguments (XRANGE - +) is data, and the fast path keeps it.
+    assert HiredisRequestReader().parse(enc(b"XRANGE", b"s", b"-", b"+")) == [
+        [b"XRANGE", b"s", b"-", b"+"]]
 
 
 def test_roundtrip_one_byte_at_a_time(impl: type[RequestReader]) -> None:
@@ -682,17 +709,20 @@ garbage_st = st.one_of(
 def test_garbage_same_outcome_on_both_paths(data: bytes, cuts: list[int]) -> None:
     chunks = split_at(data, cuts)
     results = []
-    for impl in IMPLS:
+    # parse() (the server's call) takes the hiredis reader's fast path straight from the
+    # chunk when nothing is buffered: it must agree with feed() + get_commands().
+    for impl, via_parse in ((PythonRequestReader, False), (HiredisRequestReader, False),
+                            (HiredisRequestReader, True)):
         r = impl(proto_max_bulk_len=64)
-        res = outcomes(r, chunks)
+        res = outcomes(r, chunks, via_parse)
         # Call once more: a kept error surfaces, and nothing else ever escapes.
-        res += outcomes(r, [b""])
+        res += outcomes(r, [b""], via_parse)
         results.append(res)
         cmds, err = flatten(res)
         assert all(isinstance(c, list) and c for c in cmds)
         assert all(type(a) is bytes for c in cmds for a in c)
         assert err is None or err.startswith("ERR Protocol error: ")
-    assert results[0] == results[1]
+    assert results[0] == results[1] == results[2]
 
 
 @settings(max_examples=100, deadline=None)

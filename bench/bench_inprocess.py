@@ -1,0 +1,100 @@
+"""The server's Python cost per command, without sockets (not a test).
+
+Drives the real Server and Connection (reader, dispatch, handler, encoder, before-sleep
+pass) with a fake transport, so the figure is the Python work alone; the network benchmark
+(bench/run.py) adds the syscalls Redis pays too.
+
+    python bench/bench_inprocess.py [--rounds N] [--only NAME ...]
+
+Prints microseconds of CPU per command, best of the rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from server.app import Server  # noqa: E402
+from server.config import load_config  # noqa: E402
+from server.connection import Connection  # noqa: E402
+
+
+class FakeTransport:
+    """What Connection needs of an asyncio transport; counts the bytes written."""
+
+    def __init__(self) -> None:
+        self.written = 0
+
+    def write(self, data: bytes) -> None:
+        self.written += len(data)
+
+    def is_closing(self) -> bool:
+        return False
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return ("127.0.0.1", 50000) if name in ("peername", "sockname") else default
+
+    def close(self) -> None:
+        pass
+
+
+def encode(argv: list[bytes]) -> bytes:
+    return b"*%d\r\n" % len(argv) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in argv)
+
+
+def run_case(server: Server, conns: list[Connection], request: bytes, per_read: int,
+             reads: int) -> float:
+    """Each read hands `per_read` commands to one connection, round robin; a before-sleep
+    pass follows every len(conns) reads (one loop iteration with every client readable)."""
+    chunk = request * per_read
+    n = len(conns)
+    t0 = time.process_time()
+    for i in range(reads):
+        conns[i % n].data_received(chunk)
+        if i % n == n - 1:
+            server.before_sleep()
+    server.before_sleep()
+    return (time.process_time() - t0) / (reads * per_read) * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--only", nargs="*", default=None)
+    args = parser.parse_args()
+    config = load_config(["--appendonly", "no", "--save", ""])
+    server = Server(config)
+    loop = asyncio.new_event_loop()
+    server.loop = loop
+    server.schedule_before_sleep = lambda: None  # type: ignore[method-assign]
+    conns = []
+    for _ in range(50):
+        conn = Connection(server)
+        conn.connection_made(FakeTransport())  # type: ignore[arg-type]
+        conns.append(conn)
+    cases = [
+        ("ping", encode([b"PING"]), 1, 200_000),
+        ("xadd", encode([b"XADD", b"s", b"*", b"f", b"v"]), 1, 200_000),
+        ("xadd_p16", encode([b"XADD", b"s", b"*", b"f", b"v"]), 16, 25_000),
+        ("xrange", encode([b"XRANGE", b"s", b"-", b"+", b"COUNT", b"10"]), 1, 100_000),
+    ]
+    for name, request, per_read, reads in cases:
+        if args.only and name not in args.only:
+            continue
+        best = min(run_case(server, conns, request, per_read, reads)
+                   for _ in range(args.rounds))
+        print(f"{name:10s} {best:6.2f} us/command (gc {'on' if gc.isenabled() else 'off'})",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
