@@ -85,6 +85,8 @@ class Server:
         self.slowlog_threshold: int = config["slowlog-log-slower-than"]
         config.on_change("slowlog-log-slower-than",
                          lambda value: setattr(self, "slowlog_threshold", value))
+        self.maxmemory: int = config["maxmemory"]
+        config.on_change("maxmemory", lambda value: setattr(self, "maxmemory", value))
         self.query_buffer_limit: int = config["client-query-buffer-limit"]
         config.on_change("client-query-buffer-limit",
                          lambda value: setattr(self, "query_buffer_limit", value))
@@ -232,15 +234,15 @@ class Server:
 
     def _oom_check(self, client: Client, spec: CommandSpec) -> str | None:
         """maxmemory with the noeviction policy: refuse commands that may grow memory."""
-        maxmemory = self.config["maxmemory"]
+        maxmemory = self.maxmemory
         if maxmemory and spec.denyoom and self.used_memory > maxmemory:
             return "OOM command not allowed when used memory > 'maxmemory'."
         return None
 
-    def after_command(self, client: Client, spec: CommandSpec, argv: list[bytes],
-                      elapsed_us: int) -> None:
-        threshold = self.slowlog_threshold
-        if threshold >= 0 and elapsed_us >= threshold and "skip-slowlog" not in spec.flags:
+    def slowlog_add(self, client: Client, spec: CommandSpec, argv: list[bytes],
+                    elapsed_us: int) -> None:
+        """A command took at least slowlog-log-slower-than microseconds."""
+        if "skip-slowlog" not in spec.flags:
             from server.commands.monitor import redacted_args  # AUTH secrets stay out
 
             entry = SlowlogEntry(self.slowlog_next_id, elapsed_us, redacted_args(argv), client)

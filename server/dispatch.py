@@ -137,18 +137,39 @@ def lookup(argv: list[bytes]) -> CommandSpec:
     return spec
 
 
+# Specs of commands without subcommands by the name exactly as clients send it ("XADD",
+# "xadd"): one dict lookup instead of lowercasing every name. Filled by execute's slow path.
+_BY_SENT_NAME: dict[bytes, CommandSpec] = {}
+_BY_SENT_NAME_MAX = 1024
+
+
 def execute(client: Client, argv: list[bytes]) -> Any:
     """Run one command for client and return its reply value (errors as ErrorReply)."""
+    spec = _BY_SENT_NAME.get(argv[0])
+    if spec is not None and client.authenticated and client.multi is None:
+        argc = len(argv)
+        arity = spec.arity
+        if argc == arity if arity >= 0 else argc >= -arity:
+            return call(client, spec, argv)
+    return _execute_checked(client, argv)
+
+
+def _execute_checked(client: Client, argv: list[bytes]) -> Any:
+    """execute() for everything but a known command from an authenticated client outside
+    MULTI: the lookup errors, NOAUTH, MULTI queueing."""
     server = client.server
     try:
         spec = lookup(argv)
     except CommandError as exc:
         server.stats.rejected_calls += 1
         return _reject(client, argv, exc.message)
-    if not client.authenticated and argv[0].lower() not in _NO_AUTH:
+    name = argv[0]
+    if not spec.subcommands and spec.parent is None and len(_BY_SENT_NAME) < _BY_SENT_NAME_MAX:
+        _BY_SENT_NAME[name] = spec
+    if not client.authenticated and name.lower() not in _NO_AUTH:
         spec.rejected_calls += 1
         return _reject(client, argv, "NOAUTH Authentication required.")
-    if client.multi is not None and argv[0].lower() not in _MULTI_IMMEDIATE:
+    if client.multi is not None and name.lower() not in _MULTI_IMMEDIATE:
         refusal = server.refuse_reason(client, spec)
         if refusal is None and "no-multi" in spec.flags:
             refusal = "ERR Command not allowed inside a transaction"
@@ -179,11 +200,12 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
     """Run a looked-up command: limit checks, the handler, statistics, MONITOR feed."""
     server = client.server
     if spec.is_write or spec.denyoom:
-        refusal = server.refuse_reason(client, spec)
-        if refusal is not None:
-            spec.rejected_calls += 1
-            server.stats.error_reply(refusal)
-            return ErrorReply(refusal)
+        for check in server.refusal_checks:  # Server.refuse_reason, inlined
+            refusal = check(client, spec)
+            if refusal is not None:
+                spec.rejected_calls += 1
+                server.stats.error_reply(refusal)
+                return ErrorReply(refusal)
     client.last_cmd = spec.fullname_bytes
     start = time.perf_counter_ns()
     try:
@@ -206,5 +228,6 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
     elapsed_us = (time.perf_counter_ns() - start) // 1000
     spec.calls += 1
     spec.usec += elapsed_us
-    server.after_command(client, spec, argv, elapsed_us)
+    if elapsed_us >= server.slowlog_threshold >= 0:
+        server.slowlog_add(client, spec, argv, elapsed_us)
     return reply
