@@ -190,8 +190,10 @@ class Server:
 
     def key_changed(self, db: Database, key: bytes) -> None:
         """Both signals: for writes that add data blocked readers may want."""
-        self.signal_modified_key(db, key)
-        self.blocking.signal_key_as_ready(db.id, key)
+        if self.watched_keys:
+            self.signal_modified_key(db, key)
+        if self.blocking.blocking_keys:
+            self.blocking.signal_key_as_ready(db.id, key)
 
     def _key_expired(self, db: Database, key: bytes) -> None:
         """A key's time passed (lazily or in the active cycle): log a DEL, as Redis does."""

@@ -212,6 +212,9 @@ class Config:
 
     def __init__(self) -> None:
         self._values: dict[str, Any] = {spec.name: spec.default for spec in OPTIONS}
+        # The same dict, for hot paths that read an option per command (a plain dict lookup
+        # instead of a method call); written only through set_from_text.
+        self.values = self._values
         self._listeners: dict[str, list[Callable[[Any], None]]] = {}
         self.config_file = ""  # absolute path of the file read at start-up, if any
 

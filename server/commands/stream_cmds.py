@@ -22,9 +22,9 @@ from server.commands.stream_args import (
     trim_effect_args,
 )
 from server.dispatch import command
-from server.errors import NO_SUCH_KEY, SYNTAX, CommandError, wrong_arity
+from server.errors import NO_SUCH_KEY, SYNTAX, CommandError, WrongTypeError, wrong_arity
 from server.parsing import eq
-from storage.stream import MSG_EXHAUSTED, MSG_ID_ZERO, StreamError
+from storage.stream import MSG_EXHAUSTED, MSG_ID_ZERO, Stream, StreamError
 from storage.stream_id import MAX_ID, format_id
 
 _W = "@write @stream"
@@ -47,6 +47,8 @@ ERR_ENTRIES_ADDED_NEGATIVE = "ERR entries_added must be positive"
          summary="Appends a new message to a stream. Creates the key if it doesn't exist.",
          since="5.0.0", group="stream")
 def xadd(client: Client, argv: list[bytes]) -> object:
+    if argv[2] == b"*" and len(argv) & 1:
+        return _xadd_auto(client, argv)
     max_bytes, max_entries = node_limits(client)
     args = parse_trim_args(argv, True, max_entries)
     field_pos = args.id_pos + 1
@@ -79,6 +81,36 @@ def xadd(client: Client, argv: list[bytes]) -> object:
         apply_trim(stream, args)
         server.propagate(db, [b"XADD", key, *trim_effect_args(stream, args), id_bytes, *fields])
     server.key_changed(db, key)  # WATCH, and wakes the clients blocked on the key
+    return id_bytes
+
+
+def _xadd_auto(client: Client, argv: list[bytes]) -> bytes:
+    """XADD key * field value [field value ...]: most XADDs, the general path's steps for
+    that form (no option can follow the ID, so there is nothing to parse)."""
+    key = argv[1]
+    db = client.db
+    stream = db.get(key)
+    if stream is None:
+        stream = Stream()
+        db.add(key, stream)
+    elif type(stream) is not Stream:
+        raise WrongTypeError()
+    if stream.last_id == MAX_ID:
+        raise CommandError(MSG_EXHAUSTED)
+    server = client.server
+    config = server.config.values
+    fields = argv[3:]
+    try:
+        new_id = stream.append(fields, None, True, None, config["stream-node-max-bytes"],
+                               config["stream-node-max-entries"])
+    except StreamError as exc:
+        raise CommandError(str(exc)) from None
+    id_bytes = b"%d-%d" % new_id  # format_id
+    if server.propagate_hooks:
+        server.propagate(db, [b"XADD", key, id_bytes, *fields])
+    else:
+        server.dirty += 1  # all that propagate() does without an AOF
+    server.key_changed(db, key)
     return id_bytes
 
 
