@@ -64,7 +64,9 @@ def exec_(client: Client, argv: list[bytes]) -> object:
     # As in Redis the client stays in MULTI state while EXEC runs the queue (CLIENT INFO shows
     # flags=x, and WATCH / MULTI inside the transaction are refused), then leaves it.
     client.in_exec = True
-    hooks = server.propagate_hooks
+    # A copy: every hook that began the transaction ends it, even if EXEC turns the AOF
+    # on or off (registering or removing its hook).
+    hooks = list(server.propagate_hooks)
     try:
         for hook in hooks:
             getattr(hook, "begin_transaction", lambda: None)()

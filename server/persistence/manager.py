@@ -48,7 +48,7 @@ class _Feed:
 
     def __call__(self, db: int, argv: list[bytes]) -> None:
         p = self.p
-        if p.feeding and not p.server.loading:
+        if not p.server.loading:
             p.writer.feed(db, argv)
 
     def begin_transaction(self) -> None:
@@ -69,7 +69,8 @@ class Persistence:
         self.files = AofFiles(config["appenddirname"], config["appendfilename"])
         self.loader = Loader(self)
         self.aof_state = OFF
-        self.feeding = False  # commands go to the AOF buffer (ON, or a first rewrite running)
+        self._feed = _Feed(self)
+        self._feeding = False
         self.child: Child | None = None
         self.child_killed = False
         self.rewrite_scheduled = False
@@ -97,7 +98,6 @@ class Persistence:
         self.keys_expired = 0
 
         server.persistence = self
-        server.propagate_hooks.append(_Feed(self))
         server.before_sleep_hooks.append(self.before_sleep)
         server.cron_hooks.append(self.cron)
         server.shutdown_hooks.append(self.on_shutdown)
@@ -108,6 +108,22 @@ class Persistence:
         config.on_change("appendonly", self._set_appendonly)
         config.on_change("appendfsync", self._set_appendfsync)
         config.on_change("dir", self._set_dir)
+
+    @property
+    def feeding(self) -> bool:
+        """Commands go to the AOF buffer (AOF on, or a first rewrite running)."""
+        return self._feeding
+
+    @feeding.setter
+    def feeding(self, on: bool) -> None:
+        # The hook is registered only while it has work: without an AOF a write command
+        # builds no argv to propagate.
+        self._feeding = on
+        hooks = self.server.propagate_hooks
+        if on and self._feed not in hooks:
+            hooks.append(self._feed)
+        elif not on and self._feed in hooks:
+            hooks.remove(self._feed)
 
     # -- start --------------------------------------------------------------------------------
     def load(self) -> None:
@@ -187,6 +203,8 @@ class Persistence:
 
     # -- refusals -----------------------------------------------------------------------------
     def misconf(self) -> str | None:
+        if self.last_bgsave_ok and self.writer.error is None:
+            return None  # the usual answer, checked first: this runs for every write
         config = self.config
         if config["stop-writes-on-bgsave-error"] and config["save"] and not self.last_bgsave_ok:
             return RDB_MISCONF
