@@ -16,6 +16,7 @@ import asyncio
 import gc
 import os
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -23,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from server.app import Server  # noqa: E402
 from server.config import load_config  # noqa: E402
 from server.connection import Connection  # noqa: E402
+from server.persistence.manager import attach  # noqa: E402
 
 
 class FakeTransport:
@@ -71,8 +73,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--only", nargs="*", default=None)
     args = parser.parse_args()
-    config = load_config(["--appendonly", "no", "--save", ""])
+    workdir = tempfile.mkdtemp(prefix="xstreamd-bench-")
+    os.chdir(workdir)
+    config = load_config(["--appendonly", "no", "--save", "", "--dir", workdir])
     server = Server(config)
+    attach(server)  # persistence hooks, as `python -m server` has them
     loop = asyncio.new_event_loop()
     server.loop = loop
     server.schedule_before_sleep = lambda: None  # type: ignore[method-assign]
