@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 Handler = Callable[["Client", list[bytes]], Any]
 
+_now_ns = time.perf_counter_ns
 QUEUED = Raw(b"+QUEUED\r\n")
 NO_REPLY = Raw(b"")  # a handler's reply when the client must get nothing (SHUTDOWN)
 
@@ -207,7 +208,7 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
                 server.stats.error_reply(refusal)
                 return ErrorReply(refusal)
     client.last_cmd = spec.fullname_bytes
-    start = time.perf_counter_ns()
+    start = _now_ns()
     try:
         reply = spec.handler(client, argv)  # type: ignore[misc]
     except CommandError as exc:
@@ -225,7 +226,7 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
     # command, and not again when a blocked client's command is re-run.
     if server.monitors and client.blocked is None and "admin" not in spec.flags:
         server.feed_monitors(client, argv)
-    elapsed_us = (time.perf_counter_ns() - start) // 1000
+    elapsed_us = (_now_ns() - start) // 1000
     spec.calls += 1
     spec.usec += elapsed_us
     if elapsed_us >= server.slowlog_threshold >= 0:

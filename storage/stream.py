@@ -247,7 +247,7 @@ class Stream:
                 new = self.next_id(None, True, now_ms)
         else:
             new = self.next_id(id_spec, seq_given, now_ms)
-        elelen = sum(map(len, fields))
+        elelen = len(b"".join(fields))  # the fields' total size; faster than sum(map(len))
         tail = self._tail
         if tail is None and self.length:
             tail = self._load_tail()

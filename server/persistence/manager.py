@@ -217,6 +217,10 @@ class Persistence:
     def refuse(self, client: Client, spec: CommandSpec) -> str | None:
         if not spec.is_write or self.server.loading:
             return None
+        if self.last_bgsave_ok and self.writer.error is None:  # misconf() is None, inlined
+            if self._feeding:
+                self.batch_writers.add(client)
+            return None
         reason = self.misconf()
         if reason is None and self.feeding:
             self.batch_writers.add(client)  # its reply waits if this batch can't be written
