@@ -253,8 +253,10 @@ class Stream:
             tail = self._load_tail()
         if tail is not None:
             buf = tail.buf
-            node_max = max_bytes if 0 < max_bytes <= MAX_NODE_BYTES else MAX_NODE_BYTES
-            if len(buf) + elelen >= node_max or (max_entries and self._tail_total >= max_entries):
+            total = self._tail_total
+            if (len(buf) + elelen >= (max_bytes if 0 < max_bytes <= MAX_NODE_BYTES
+                                      else MAX_NODE_BYTES)
+                    or (max_entries and total >= max_entries)):
                 tail.buf = bytearray(buf)  # shrink to fit, as lpShrinkToFit
                 tail = None
         if tail is None:
@@ -296,7 +298,6 @@ class Stream:
                 buf[HEADER_SIZE] = count  # 7-bit uint stays 7-bit: rewrite in place
             elif not tail.replace_int_inplace(HEADER_SIZE, count):
                 tail.replace(HEADER_SIZE, count)
-            total = self._tail_total
             if not total % MARK_EVERY and tail.marks is not None:  # keep the marks complete
                 tail.marks += mark_bytes(len(buf) - 1 - node_layout(tail)[2])
             tail.append_encoded(body, nbody)
