@@ -30,11 +30,32 @@ def rss_bytes(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
+# CPUs the servers run on when pinned (see pin_cpus); None: wherever the kernel puts them.
+SERVER_CPUS: set[int] | None = None
+
+
+def pin_cpus() -> bool:
+    """Give the servers CPU 0 and this process (and the load generators it starts) CPU 1, so
+    a server never shares its core with the load: on a 2-core machine that sharing decides
+    how many requests a server finds per wake-up, and so its CPU per request, run by run."""
+    global SERVER_CPUS
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return False
+    os.sched_setaffinity(0, {cpus[1]})
+    SERVER_CPUS = {cpus[0]}
+    return True
+
+
 def start_pair(ours_args: list[str] | None = None) -> tuple[ServerProcess, ServerProcess]:
     """Our server and Debian's redis-server, both without persistence, for the same load."""
     ours = ServerProcess("xstreamd", ["--appendonly", "no", "--save", "", *(ours_args or [])])
     ref = ServerProcess("redis")
-    return ours.start(), ref.start()
+    pair = ours.start(), ref.start()
+    if SERVER_CPUS is not None:
+        for proc in pair:
+            os.sched_setaffinity(proc.proc.pid, SERVER_CPUS)  # type: ignore[union-attr]
+    return pair
 
 
 def redis_benchmark(port: int, args: list[str]) -> str:

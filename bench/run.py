@@ -1,10 +1,12 @@
 """Server CPU time per command, ours vs Debian's redis-server under the identical load.
 
-    python bench/run.py [--quick] [--only NAME ...] [--write-results]
+    python bench/run.py [--quick] [--only NAME ...] [--repeat N] [--no-pin] [--write-results]
 
 Each case starts fresh servers (both without persistence), reads utime+stime from /proc/PID/stat
 before and after a fixed load, and divides by the number of commands (or entries). The ratio
 ours/Redis is what holds on a 2-core machine where the load generator competes with the server.
+With two CPUs or more the servers are pinned to one CPU and the load generators to another
+(--no-pin turns that off): run-to-run spread is smaller when they never share a core.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import hiredis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import cpu_seconds, redis_benchmark, rss_bytes, start_pair  # noqa: E402
+from common import cpu_seconds, pin_cpus, redis_benchmark, rss_bytes, start_pair  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
@@ -195,7 +197,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1,
                         help="run each case N times (fresh servers each time) and report the "
                         "run with the median ratio, with the range of ratios seen")
+    parser.add_argument("--no-pin", action="store_true",
+                        help="let the servers share CPUs with the load generator")
     args = parser.parse_args()
+    if not args.no_pin and pin_cpus():
+        print("servers pinned to one CPU, load generators to another", flush=True)
     q = args.quick
     cases: list[tuple[str, str, str, Callable[[], dict[str, float]]]] = [
         ("ping", "PING, 50 clients, no pipelining (reference: the per-read floor)", "-",
