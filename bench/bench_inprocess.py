@@ -88,6 +88,7 @@ def main() -> None:
         conns.append(conn)
     cases = [
         ("ping", encode([b"PING"]), 1, 200_000),
+        ("ping_p16", encode([b"PING"]), 16, 25_000),
         ("xadd", encode([b"XADD", b"s", b"*", b"f", b"v"]), 1, 200_000),
         ("xadd_p16", encode([b"XADD", b"s", b"*", b"f", b"v"]), 16, 25_000),
         ("xrange", encode([b"XRANGE", b"s", b"-", b"+", b"COUNT", b"10"]), 1, 100_000),

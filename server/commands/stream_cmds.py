@@ -48,7 +48,34 @@ ERR_ENTRIES_ADDED_NEGATIVE = "ERR entries_added must be positive"
          since="5.0.0", group="stream")
 def xadd(client: Client, argv: list[bytes]) -> object:
     if argv[2] == b"*" and len(argv) & 1:
-        return _xadd_auto(client, argv)
+        # XADD key * field value ...: most XADDs. No option can follow the ID, so this is
+        # the general path below for that form, without the parsing and the calls.
+        key = argv[1]
+        db = client.db
+        stream = db.data.get(key) if not db.expires else db.get(key)
+        if stream is None:
+            stream = Stream()
+            db.add(key, stream)
+        elif type(stream) is not Stream:
+            raise WrongTypeError()
+        if stream.last_id == MAX_ID:
+            raise CommandError(MSG_EXHAUSTED)
+        server = client.server
+        config = server.config.values
+        fields = argv[3:]
+        try:
+            new_id = stream.append(fields, None, True, None, config["stream-node-max-bytes"],
+                                   config["stream-node-max-entries"])
+        except StreamError as exc:
+            raise CommandError(str(exc)) from None
+        id_bytes = b"%d-%d" % new_id  # format_id
+        if server.propagate_hooks:
+            server.propagate(db, [b"XADD", key, id_bytes, *fields])
+        else:
+            server.dirty += 1  # all that propagate() does without an AOF
+        if server.watched_keys or server.blocking.blocking_keys:  # key_changed's own tests
+            server.key_changed(db, key)
+        return id_bytes
     max_bytes, max_entries = node_limits(client)
     args = parse_trim_args(argv, True, max_entries)
     field_pos = args.id_pos + 1
@@ -81,36 +108,6 @@ def xadd(client: Client, argv: list[bytes]) -> object:
         apply_trim(stream, args)
         server.propagate(db, [b"XADD", key, *trim_effect_args(stream, args), id_bytes, *fields])
     server.key_changed(db, key)  # WATCH, and wakes the clients blocked on the key
-    return id_bytes
-
-
-def _xadd_auto(client: Client, argv: list[bytes]) -> bytes:
-    """XADD key * field value [field value ...]: most XADDs, the general path's steps for
-    that form (no option can follow the ID, so there is nothing to parse)."""
-    key = argv[1]
-    db = client.db
-    stream = db.get(key)
-    if stream is None:
-        stream = Stream()
-        db.add(key, stream)
-    elif type(stream) is not Stream:
-        raise WrongTypeError()
-    if stream.last_id == MAX_ID:
-        raise CommandError(MSG_EXHAUSTED)
-    server = client.server
-    config = server.config.values
-    fields = argv[3:]
-    try:
-        new_id = stream.append(fields, None, True, None, config["stream-node-max-bytes"],
-                               config["stream-node-max-entries"])
-    except StreamError as exc:
-        raise CommandError(str(exc)) from None
-    id_bytes = b"%d-%d" % new_id  # format_id
-    if server.propagate_hooks:
-        server.propagate(db, [b"XADD", key, id_bytes, *fields])
-    else:
-        server.dirty += 1  # all that propagate() does without an AOF
-    server.key_changed(db, key)
     return id_bytes
 
 
