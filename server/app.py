@@ -17,6 +17,7 @@ from server.blocking import Blocking, BlockRequest
 from server.client import Client
 from server.config import Config
 from server.dispatch import CommandSpec, execute, lookup
+from server.errors import OOM_TEXT
 from server.log import Logger
 from server.stats import Stats
 from storage.keyspace import Database
@@ -79,7 +80,6 @@ class Server:
         self.persistence: Any = None  # server.persistence manager, when enabled
         self.debug_handlers: dict[str, Callable[[Client, list[bytes]], Any]] = {}
         self.used_memory = 0  # RSS, refreshed by the cron; what maxmemory is checked against
-        self.refusal_checks.append(self._oom_check)
         config.on_change("loglevel", self.log.set_level)
         # Read on every command: kept as an attribute rather than looked up in the config.
         self.slowlog_threshold: int = config["slowlog-log-slower-than"]
@@ -216,12 +216,20 @@ class Server:
 
     # -- checks and statistics ----------------------------------------------------------------
     def refuse_reason(self, client: Client, spec: CommandSpec) -> str | None:
-        """Why a write/denyoom command must be refused now (OOM, MISCONF), or None."""
+        """Why a write/denyoom command must be refused now (OOM, MISCONF), or None.
+        (dispatch.call has the same steps inline.)"""
+        if self.maxmemory and spec.denyoom and self.over_maxmemory():
+            return OOM_TEXT
         for check in self.refusal_checks:
             reason = check(client, spec)
             if reason is not None:
                 return reason
         return None
+
+    def over_maxmemory(self) -> bool:
+        """maxmemory with the noeviction policy: commands that may grow memory are refused
+        (not while loading the data at start)."""
+        return self.used_memory > self.maxmemory and not self.loading
 
     def _set_output_limits(self, limits: dict[str, tuple[int, int, int]]) -> None:
         normal = limits.get("normal")
@@ -233,13 +241,6 @@ class Server:
             reader = getattr(client.sink, "reader", None)
             if reader is not None:
                 reader.proto_max_bulk_len = limit
-
-    def _oom_check(self, client: Client, spec: CommandSpec) -> str | None:
-        """maxmemory with the noeviction policy: refuse commands that may grow memory."""
-        maxmemory = self.maxmemory
-        if maxmemory and spec.denyoom and self.used_memory > maxmemory:
-            return "OOM command not allowed when used memory > 'maxmemory'."
-        return None
 
     def slowlog_add(self, client: Client, spec: CommandSpec, argv: list[bytes],
                     elapsed_us: int) -> None:

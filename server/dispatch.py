@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from protocol.encoder import ErrorReply, Raw
-from server.errors import CommandError, unknown_command, unknown_subcommand, wrong_arity
+from server.errors import OOM_TEXT, CommandError, unknown_command, unknown_subcommand, wrong_arity
 
 if TYPE_CHECKING:
+    from server.app import Server
     from server.client import Client
 
 Handler = Callable[["Client", list[bytes]], Any]
@@ -182,6 +183,12 @@ def _execute_checked(client: Client, argv: list[bytes]) -> Any:
     return call(client, spec, argv)
 
 
+def _refused(server: Server, spec: CommandSpec, text: str) -> ErrorReply:
+    spec.rejected_calls += 1
+    server.stats.error_reply(text)
+    return ErrorReply(text)
+
+
 def _reject(client: Client, argv: list[bytes], text: str) -> ErrorReply:
     """rejectCommand: the error flags an open transaction; a rejected EXEC discards it."""
     client.server.stats.error_reply(text)
@@ -201,12 +208,13 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
     """Run a looked-up command: limit checks, the handler, statistics, MONITOR feed."""
     server = client.server
     if spec.is_write or spec.denyoom:
-        for check in server.refusal_checks:  # Server.refuse_reason, inlined
+        # Server.refuse_reason, inlined: OOM, then the registered checks (MISCONF).
+        if server.maxmemory and spec.denyoom and server.over_maxmemory():
+            return _refused(server, spec, OOM_TEXT)
+        for check in server.refusal_checks:
             refusal = check(client, spec)
             if refusal is not None:
-                spec.rejected_calls += 1
-                server.stats.error_reply(refusal)
-                return ErrorReply(refusal)
+                return _refused(server, spec, refusal)
     client.last_cmd = spec.fullname_bytes
     start = _now_ns()
     try:

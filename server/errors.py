@@ -50,3 +50,5 @@ def unknown_command(argv: list[bytes]) -> CommandError:
             break
         args += "'" + arg[: 128 - len(args)].decode(errors="replace") + "' "
     return CommandError(f"ERR unknown command '{name}', with args beginning with: {args}")
+
+OOM_TEXT = "OOM command not allowed when used memory > 'maxmemory'."
