@@ -99,12 +99,10 @@ class Loader:
         """Load into emptied databases; on any failure put the previous contents back."""
         server = self.p.server
         saved = [(db.data, db.expires) for db in server.dbs]
-        checks = server.refusal_checks
         for db in server.dbs:
             db.data = {}
             db.expires = {}
-        server.refusal_checks = []  # no OOM/MISCONF refusals while replaying
-        server.loading = True
+        server.loading = True  # no OOM/MISCONF refusals while replaying
         try:
             yield
         except BaseException:
@@ -114,7 +112,6 @@ class Loader:
             raise
         finally:
             server.loading = False
-            server.refusal_checks = checks
         server.touch_all_watched()
 
     def replay_manifest(self, man: Manifest) -> int:

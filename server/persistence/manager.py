@@ -58,6 +58,14 @@ class _Feed:
         self.p.writer.end_transaction()
 
 
+def _register(hooks: list[Any], hook: Any, on: bool) -> None:
+    """Put hook in the list or take it out."""
+    if on and hook not in hooks:
+        hooks.append(hook)
+    elif not on and hook in hooks:
+        hooks.remove(hook)
+
+
 class Persistence:
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -68,7 +76,8 @@ class Persistence:
         self.writer.on_data = self._on_aof_data
         self.files = AofFiles(config["appenddirname"], config["appendfilename"])
         self.loader = Loader(self)
-        self.aof_state = OFF
+        self._aof_state = OFF
+        self._last_bgsave_ok = True
         self._feed = _Feed(self)
         self._feeding = False
         self.child: Child | None = None
@@ -77,7 +86,6 @@ class Persistence:
         self.bgsave_scheduled = False
         # snapshot statistics
         self.lastsave = int(time.time())
-        self.last_bgsave_ok = True
         self.last_bgsave_try = 0.0
         self.last_bgsave_secs = -1
         self.rdb_saves = 0
@@ -101,7 +109,6 @@ class Persistence:
         server.before_sleep_hooks.append(self.before_sleep)
         server.cron_hooks.append(self.cron)
         server.shutdown_hooks.append(self.on_shutdown)
-        server.refusal_checks.append(self.refuse)
         server.debug_handlers["reload"] = self.loader.debug_reload
         server.debug_handlers["loadaof"] = self.loader.debug_loadaof
         server.debug_handlers["aof-write-error"] = self._debug_write_error
@@ -109,6 +116,10 @@ class Persistence:
         config.on_change("appendfsync", self._set_appendfsync)
         config.on_change("dir", self._set_dir)
 
+    # The hooks are registered only while they have work, since they run for every write:
+    # the AOF feed while commands go to the AOF, the MISCONF check while a refusal is possible
+    # (or a write must be noted for appendfsync always). Three states decide: the setters
+    # below keep the registrations in step.
     @property
     def feeding(self) -> bool:
         """Commands go to the AOF buffer (AOF on, or a first rewrite running)."""
@@ -116,14 +127,31 @@ class Persistence:
 
     @feeding.setter
     def feeding(self, on: bool) -> None:
-        # The hook is registered only while it has work: without an AOF a write command
-        # builds no argv to propagate.
         self._feeding = on
-        hooks = self.server.propagate_hooks
-        if on and self._feed not in hooks:
-            hooks.append(self._feed)
-        elif not on and self._feed in hooks:
-            hooks.remove(self._feed)
+        _register(self.server.propagate_hooks, self._feed, on)
+        self._arm_refusal()
+
+    @property
+    def aof_state(self) -> str:
+        return self._aof_state
+
+    @aof_state.setter
+    def aof_state(self, state: str) -> None:
+        self._aof_state = state
+        self._arm_refusal()
+
+    @property
+    def last_bgsave_ok(self) -> bool:
+        return self._last_bgsave_ok
+
+    @last_bgsave_ok.setter
+    def last_bgsave_ok(self, ok: bool) -> None:
+        self._last_bgsave_ok = ok
+        self._arm_refusal()
+
+    def _arm_refusal(self) -> None:
+        armed = self._feeding or self._aof_state != OFF or not self._last_bgsave_ok
+        _register(self.server.refusal_checks, self.refuse, armed)
 
     # -- start --------------------------------------------------------------------------------
     def load(self) -> None:
