@@ -161,7 +161,8 @@ class Server:
             if client.out and not client.pending_write:
                 client.pending_write = True
                 self.pending_writes.append(client)
-                self.schedule_before_sleep()
+                if not self._before_sleep_scheduled:
+                    self.schedule_before_sleep()
 
     def _block_or_answer(self, client: Client, request: BlockRequest, argv: list[bytes]) -> None:
         if client.in_exec:
