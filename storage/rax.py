@@ -47,12 +47,28 @@ __all__ = ["Rax", "RaxIterator"]
 class Rax:
     """Ordered map from bytes keys to arbitrary values (None is a valid value)."""
 
-    __slots__ = ("_root", "_count", "_numnodes")
+    # A tree filled by fill_sorted keeps its (keys, values) in _lazy and leaves _root and
+    # _numnodes unset until something reads them: __getattr__ (called only for an unset
+    # attribute, so the normal path pays nothing) builds the nodes then. A consumer group
+    # that keeps up fills its pending trees with each read and clears them with the
+    # acknowledgement: most such trees are never walked, so never built.
+    __slots__ = ("_root", "_count", "_numnodes", "_lazy")
 
     def __init__(self) -> None:
         self._root = _Node(b"", None, False, None)
         self._count = 0
         self._numnodes = 1
+        self._lazy: tuple[list[bytes], list[object]] | None = None
+
+    def __getattr__(self, name: str) -> object:
+        if (name == "_root" or name == "_numnodes") and self._lazy is not None:
+            keys, values = self._lazy
+            self._lazy = None
+            counter = [0]
+            self._root = _ops.build_sorted(keys, values, counter)
+            self._numnodes = counter[0]
+            return object.__getattribute__(self, name)
+        raise AttributeError(name)
 
     # -- queries --------------------------------------------------------------------
 
@@ -103,6 +119,8 @@ class Rax:
         """Smallest (key, value), or None if empty."""
         if not self._count:
             return None
+        if self._lazy is not None:
+            return self._lazy[0][0], self._lazy[1][0]
         node = self._root
         parts: list[bytes] = []
         while not node.is_key:
@@ -116,6 +134,8 @@ class Rax:
         """Largest (key, value), or None if empty."""
         if not self._count:
             return None
+        if self._lazy is not None:
+            return self._lazy[0][-1], self._lazy[1][-1]
         node = self._root
         parts: list[bytes] = []
         ch = node.children
@@ -138,6 +158,13 @@ class Rax:
 
         Do not modify the tree while consuming this generator.
         """
+        if self._lazy is not None:  # not built yet: the sorted lists are the answer
+            keys, values = self._lazy
+            if reverse:
+                yield from zip(reversed(keys), reversed(values), strict=True)
+            else:
+                yield from zip(keys, values, strict=True)
+            return
         if reverse:
             yield from self._items_desc()
             return
@@ -407,6 +434,7 @@ class Rax:
         self._root = _Node(b"", None, False, None)
         self._count = 0
         self._numnodes = 1
+        self._lazy = None
 
     # -- debugging ------------------------------------------------------------------
 

@@ -220,10 +220,17 @@ def fill_sorted(rax: Rax, keys: list[bytes], values: list[object] | None = None)
         values = [None] * len(keys)
     if len(values) != len(keys) or any(a >= b for a, b in pairwise(keys)):
         raise ValueError("fill_sorted needs strictly ascending keys and one value each")
-    counter = [0]
-    rax._root = _build(keys, values, 0, len(keys), 0, counter)
-    rax._numnodes = counter[0]
+    # The nodes are built when first needed (Rax.__getattr__): copies, so the caller may
+    # reuse its lists.
+    rax._lazy = (list(keys), list(values))
+    del rax._root, rax._numnodes
     rax._count = len(keys)
+
+
+def build_sorted(keys: list[bytes], values: list[object], counter: list[int]) -> _Node:
+    """The root of the canonical tree holding ``keys`` (strictly ascending, at least one)
+    with ``values``; ``counter[0]`` counts the nodes made."""
+    return _build(keys, values, 0, len(keys), 0, counter)
 
 
 def _build(

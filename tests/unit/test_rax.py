@@ -587,3 +587,44 @@ def test_fill_sorted_stream_keys_and_errors():
     e.fill_sorted([b""], [7])
     assert e.find(b"") == 7 and len(e) == 1
     e.verify()
+
+
+# -- a filled tree is built on first use: every operation sees the same tree ----------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sets(small_keys, min_size=1, max_size=30), small_keys, st.integers(0, 9))
+def test_fill_sorted_lazy_tree_answers_like_a_built_one(keys, probe, op):
+    """Each operation, as the first one on a freshly filled tree, answers as on a tree
+    built by inserts, and leaves a tree that verifies."""
+    ordered = sorted(keys)
+    values = [k + b"!" for k in ordered]
+    lazy, built = Rax(), build(ordered, lambda k: k + b"!")
+    lazy.fill_sorted(ordered, values)
+    assert len(lazy) == len(built)
+    calls = [
+        lambda r: r.find(probe),
+        lambda r: (probe in r),
+        lambda r: (r.first(), r.last()),
+        lambda r: (list(r.items()), list(r.items(reverse=True))),
+        lambda r: (r.floor(probe), r.ceiling(probe), r.floor(probe, True)),
+        lambda r: (r.append_max(probe + b"\xff" * 3, 1), list(r.items())),
+        lambda r: (r.insert(probe, 2), list(r.items())),
+        lambda r: (r.remove(probe), list(r.items())),
+        lambda r: (r.node_count(), shape(r)),
+        lambda r: _seeked(r, probe),
+    ]
+    assert calls[op](lazy) == calls[op](built)
+    lazy.verify()
+    assert shape(lazy) == shape(built)
+    lazy.clear()
+    assert len(lazy) == 0 and list(lazy.items()) == [] and lazy.node_count() == 1
+
+
+def _seeked(r, key):
+    it = r.iterator()
+    it.seek(">=", key)
+    out = []
+    while it.next():
+        out.append((it.key, it.value))
+    return out
