@@ -469,9 +469,10 @@ class Listpack:
     def append(self, value: bytes | int) -> None:
         enc = encode_int_element(value) if type(value) is int else encode_element(value)
         buf = self.buf
-        end = len(buf) - 1
         total = self._check_growth(len(enc))
-        buf[end:end] = enc
+        del buf[-1]  # the end byte goes back after the element (cheaper than an insert)
+        buf += enc
+        buf.append(EOF_BYTE)
         self._commit(total, 1)
 
     def append_encoded(self, blob: bytes, count: int) -> None:
@@ -483,7 +484,10 @@ class Listpack:
         total = end + 1 + len(blob)
         if total > MAX_TOTAL_BYTES:
             raise ListpackError("listpack would exceed 2**32-1 bytes")
-        buf[end:end] = blob
+        # Drop the end byte, extend, put it back: cheaper than inserting before it.
+        del buf[end]
+        buf += blob
+        buf.append(EOF_BYTE)
         nele = buf[4] | (buf[5] << 8)
         if nele != NUMELE_UNKNOWN:
             nele += count
