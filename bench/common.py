@@ -15,7 +15,17 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process, from /proc/PID/stat (fields 14 and 15)."""
+    """CPU time of a process (all its threads), in seconds: the run time the scheduler
+    accounts in nanoseconds (/proc/PID/task/*/schedstat), or utime + stime from
+    /proc/PID/stat (10 ms ticks) where schedstat is missing."""
+    try:
+        total = 0
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/schedstat", "rb") as fh:
+                total += int(fh.read().split()[0])
+        return total / 1e9
+    except (OSError, ValueError, IndexError):
+        pass
     with open(f"/proc/{pid}/stat", "rb") as fh:
         stat = fh.read()
     fields = stat[stat.rindex(b")") + 2:].split()

@@ -6,7 +6,9 @@ Each case starts fresh servers (both without persistence), reads utime+stime fro
 before and after a fixed load, and divides by the number of commands (or entries). The ratio
 ours/Redis is what holds on a 2-core machine where the load generator competes with the server.
 With two CPUs or more the servers are pinned to one CPU and the load generators to another
-(--no-pin turns that off): run-to-run spread is smaller when they never share a core.
+(--no-pin turns that off): run-to-run spread is smaller when they never share a core. Each
+load runs in ten shares, alternating between the servers, so that both see the same machine
+(its speed drifts over seconds); CPU time comes from the scheduler's nanosecond accounting.
 """
 
 from __future__ import annotations
@@ -56,41 +58,52 @@ def encode(args: tuple[bytes | str | int, ...]) -> bytes:
     return b"".join(out)
 
 
-def cpu_case(load: Callable[[int], int], setup: Callable[[int], None] | None = None,
+# Each load is split into this many shares, run on the two servers in turn (alternating
+# which goes first): both then see the same machine, whose speed drifts over seconds here.
+SHARES = 10
+
+
+def cpu_case(load: Callable[[int, int], int], total: int,
+             setup: Callable[[int], None] | None = None,
              ours_args: list[str] | None = None) -> dict[str, float]:
-    """Run setup then load on each server; load returns the number of units it did."""
+    """Run setup on each server, then `load(port, share)` in SHARES turns per server;
+    load returns the number of units (commands, entries) it did. Microseconds per unit."""
     ours, ref = start_pair(ours_args)
     try:
-        out: dict[str, float] = {}
-        for name, proc in (("redis", ref), ("ours", ours)):
-            if setup is not None:
+        servers = [("redis", ref), ("ours", ours)]
+        if setup is not None:
+            for _name, proc in servers:
                 setup(proc.port)
-            pid = proc.proc.pid  # type: ignore[union-attr]
-            before = cpu_seconds(pid)
-            units = load(proc.port)
-            out[name] = (cpu_seconds(pid) - before) / units * 1e6  # microseconds per unit
-        return out
+        cpu = {"redis": 0.0, "ours": 0.0}
+        units = {"redis": 0, "ours": 0}
+        for turn in range(SHARES):
+            for name, proc in (servers if turn % 2 == 0 else servers[::-1]):
+                pid = proc.proc.pid  # type: ignore[union-attr]
+                before = cpu_seconds(pid)
+                units[name] += load(proc.port, total // SHARES)
+                cpu[name] += cpu_seconds(pid) - before
+        return {name: cpu[name] / units[name] * 1e6 for name in cpu}
     finally:
         ours.stop()
         ref.stop()
 
 
 def case_xadd(n: int, pipeline: int) -> dict[str, float]:
-    def load(port: int) -> int:
-        redis_benchmark(port, ["-c", "50", "-n", str(n), "-P", str(pipeline),
+    def load(port: int, share: int) -> int:
+        redis_benchmark(port, ["-c", "50", "-n", str(share), "-P", str(pipeline),
                                "XADD", "bench:s", "*", "f", "v"])
-        return n
+        return share
 
-    return cpu_case(load)
+    return cpu_case(load, n)
 
 
 def case_ping(n: int) -> dict[str, float]:
     """The framework's floor: the per-read work every command pays (no storage)."""
-    def load(port: int) -> int:
-        redis_benchmark(port, ["-c", "50", "-n", str(n), "PING"])
-        return n
+    def load(port: int, share: int) -> int:
+        redis_benchmark(port, ["-c", "50", "-n", str(share), "PING"])
+        return share
 
-    return cpu_case(load)
+    return cpu_case(load, n)
 
 
 def preload(port: int, entries: int) -> None:
@@ -100,12 +113,12 @@ def preload(port: int, entries: int) -> None:
 
 
 def case_xrange(n: int, entries: int) -> dict[str, float]:
-    def load(port: int) -> int:
-        redis_benchmark(port, ["-c", "50", "-n", str(n), "XRANGE", "bench:s", "-", "+",
+    def load(port: int, share: int) -> int:
+        redis_benchmark(port, ["-c", "50", "-n", str(share), "XRANGE", "bench:s", "-", "+",
                                "COUNT", "10"])
-        return n
+        return share
 
-    return cpu_case(load, setup=lambda port: preload(port, entries))
+    return cpu_case(load, n, setup=lambda port: preload(port, entries))
 
 
 def case_xreadgroup_ack(rounds: int) -> dict[str, float]:
@@ -113,10 +126,10 @@ def case_xreadgroup_ack(rounds: int) -> dict[str, float]:
         preload(port, rounds * 10 + 100)
         Conn(port).call("XGROUP", "CREATE", "bench:s", "g", "0")
 
-    def load(port: int) -> int:
+    def load(port: int, share: int) -> int:
         conn = Conn(port)
         done = 0
-        for _ in range(rounds):
+        for _ in range(share):
             reply = conn.call("XREADGROUP", "GROUP", "g", "c", "COUNT", "10", "STREAMS",
                               "bench:s", ">")
             ids = [entry[0] for entry in reply[0][1]]  # type: ignore[index]
@@ -124,7 +137,7 @@ def case_xreadgroup_ack(rounds: int) -> dict[str, float]:
             done += len(ids)
         return done
 
-    return cpu_case(load, setup=setup)
+    return cpu_case(load, rounds, setup=setup)
 
 
 def case_block_wake(clients: int, rounds: int) -> dict[str, float]:

@@ -145,6 +145,12 @@ _BY_SENT_NAME: dict[bytes, CommandSpec] = {}
 _BY_SENT_NAME_MAX = 1024
 
 
+def unregister(name: str) -> None:
+    """Remove a top-level command (tests register temporary ones)."""
+    del COMMANDS[name.lower().encode()]
+    _BY_SENT_NAME.clear()
+
+
 def execute(client: Client, argv: list[bytes]) -> Any:
     """Run one command for client and return its reply value (errors as ErrorReply)."""
     spec = _BY_SENT_NAME.get(argv[0])

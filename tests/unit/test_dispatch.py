@@ -10,7 +10,7 @@ from protocol.encoder import ErrorReply
 from server.app import Server
 from server.client import Client
 from server.config import Config
-from server.dispatch import COMMANDS, command, execute
+from server.dispatch import COMMANDS, command, execute, unregister
 from server.log import Logger
 
 
@@ -29,7 +29,7 @@ def broken_command() -> Iterator[None]:
         raise RuntimeError("a bug")
 
     yield
-    del COMMANDS[b"xstreamd-test-broken"]
+    unregister("xstreamd-test-broken")
 
 
 def test_a_handler_bug_becomes_an_error_reply(client: Client, broken_command: None) -> None:
@@ -54,3 +54,32 @@ def test_unknown_command_args_are_cut_near_128_characters(client: Client) -> Non
     reply = execute(client, [b"NOPE", b"x" * 200, b"y"])
     assert reply == ErrorReply(
         "ERR unknown command 'NOPE', with args beginning with: '" + "x" * 128 + "' ")
+
+
+def test_names_in_any_case_reach_the_same_command(client: Client) -> None:
+    """Known commands are found by the name as sent (a cache filled on first use): every
+    spelling runs the command, and the arity and MULTI rules still apply to cached names."""
+    pong = execute(client, [b"PING"])
+    for name in (b"ping", b"PiNg", b"PING"):
+        assert execute(client, [name]) == pong
+    calls = COMMANDS[b"ping"].calls
+    execute(client, [b"PiNg"])
+    assert COMMANDS[b"ping"].calls == calls + 1
+    assert execute(client, [b"PiNg", b"a", b"b"]) == ErrorReply(
+        "ERR wrong number of arguments for 'ping' command")
+    assert execute(client, [b"MULTI"]) is not None
+    queued = execute(client, [b"PING"])
+    assert queued is not None and client.multi == [[b"PING"]]
+    execute(client, [b"DISCARD"])
+    assert client.multi is None
+
+
+def test_unregistered_command_is_unknown_again(client: Client) -> None:
+    @command("xstreamd-test-temp", 1, "fast")
+    def temp(client: Client, argv: list[bytes]) -> object:
+        return b"here"
+
+    assert execute(client, [b"XSTREAMD-TEST-TEMP"]) == b"here"
+    unregister("xstreamd-test-temp")
+    reply = execute(client, [b"XSTREAMD-TEST-TEMP"])
+    assert isinstance(reply, ErrorReply) and "unknown command" in str(reply)
