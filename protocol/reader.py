@@ -102,9 +102,8 @@ class RequestReader:
     def pending_bytes(self) -> int:
         raise NotImplementedError
 
-    @property
-    def error(self) -> ProtocolError | None:
-        raise NotImplementedError
+    # The kept protocol error (see the module docstring), None while the reader is healthy.
+    error: ProtocolError | None
 
 
 def make_reader(
@@ -154,7 +153,7 @@ class _RespParser(RequestReader):
         "_bulk",
         "_argv",
         "_frame_bytes",
-        "_error",
+        "error",
     )
 
     def __init__(
@@ -176,22 +175,18 @@ class _RespParser(RequestReader):
         self._bulk = -1  # length of the argument being read, -1 before its header
         self._argv: list[bytes] = []
         self._frame_bytes = 0  # bytes of the unfinished frame already moved into _argv
-        self._error: ProtocolError | None = None
+        self.error: ProtocolError | None = None
 
     def feed(self, data: bytes) -> None:
-        if self._error is None and data:
+        if self.error is None and data:
             self._buf += data
 
     def pending_bytes(self) -> int:
         """Bytes buffered that do not yet belong to a complete command."""
         return len(self._buf) - self._pos + self._frame_bytes
 
-    @property
-    def error(self) -> ProtocolError | None:
-        return self._error
-
     def _fail(self, err: ProtocolError) -> None:
-        self._error = err
+        self.error = err
         self._buf = bytearray()
         self._pos = self._mbulk = self._frame_bytes = 0
         self._bulk = -1
@@ -321,8 +316,8 @@ class _RespParser(RequestReader):
 
     def _get_python_commands(self) -> list[list[bytes]]:
         """get_commands() with the Python rules only."""
-        if self._error is not None:
-            raise self._error
+        if self.error is not None:
+            raise self.error
         out: list[list[bytes]] = []
         try:
             self._python_commands(out)
@@ -362,7 +357,7 @@ class HiredisRequestReader(_RespParser):
 
     def parse(self, data: bytes) -> list[list[bytes]]:
         # With nothing buffered, a read of complete frames is parsed straight from `data`.
-        if (not self._buf and not self._mbulk and self._error is None
+        if (not self._buf and not self._mbulk and self.error is None
                 and not self.unauthenticated and 0 < len(data) <= _FAST_MAX
                 and data[0] == _STAR and len(data) <= self.proto_max_bulk_len
                 and len(data) < 6 * self.max_multibulk_len):
@@ -373,8 +368,8 @@ class HiredisRequestReader(_RespParser):
         return self.get_commands()
 
     def get_commands(self) -> list[list[bytes]]:
-        if self._error is not None:
-            raise self._error
+        if self.error is not None:
+            raise self.error
         if self.unauthenticated:  # one command at a time: the Python rules suffice
             self._hr = None
             return self._get_python_commands()

@@ -27,6 +27,8 @@ UNAUTH_OUTPUT_LIMIT = 16384 + 1024
 
 MAX_CLIENTS_TEXT = "ERR max number of clients reached"
 
+_monotonic = time.monotonic
+
 # Commands run between output-limit checks when a big pipelined batch arrives.
 _CHUNK = 32
 # Descriptors kept for the server's own use (listeners, log, AOF, ...): CONFIG_MIN_RESERVED_FDS.
@@ -110,7 +112,7 @@ class Connection(asyncio.Protocol):
             return
         server = self.server
         server.stats.net_input_bytes += len(data)
-        client.last_interaction = time.monotonic()
+        client.last_interaction = _monotonic()
         reader = self.reader
         try:
             commands = reader.parse(data)
