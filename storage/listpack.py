@@ -31,6 +31,7 @@ __all__ = [
     "HEADER_SIZE",
     "MAX_TOTAL_BYTES",
     "NUMELE_UNKNOWN",
+    "pack_header",
     "Listpack",
     "ListpackError",
     "backlen_size",
@@ -66,6 +67,9 @@ INT64_MAX = 2**63 - 1
 
 _HDR = struct.Struct("<IH")
 _pack_hdr = _HDR.pack_into
+# pack_header(buf, 0, total_bytes, numele): for a caller that appends in place itself
+# (Stream.append, the one write of every XADD, saves the call of append_encoded).
+pack_header = _pack_hdr
 _unpack_hdr = _HDR.unpack_from
 _unpack_i16 = struct.Struct("<h").unpack_from
 _unpack_i32 = struct.Struct("<i").unpack_from

@@ -17,10 +17,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 
 from storage.listpack import (
+    EOF_BYTE,
     HEADER_SIZE,
+    NUMELE_UNKNOWN,
     Listpack,
     cached_element,
     decode_element,
+    pack_header,
 )
 from storage.rax import Rax
 from storage.stream_id import (
@@ -300,7 +303,18 @@ class Stream:
                 tail.replace(HEADER_SIZE, count)
             if not total % MARK_EVERY and tail.marks is not None:  # keep the marks complete
                 tail.marks += mark_bytes(len(buf) - 1 - node_layout(tail)[2])
-            tail.append_encoded(body, nbody)
+            # tail.append_encoded(body, nbody), inlined: the end byte goes back after the
+            # body, then the header's size and element count (a node stays far below the
+            # listpack's 4 GiB limit: MAX_NODE_BYTES).
+            del buf[-1]
+            buf += body
+            buf.append(EOF_BYTE)
+            nele = buf[4] | (buf[5] << 8)
+            if nele != NUMELE_UNKNOWN:
+                nele += nbody
+                if nele > NUMELE_UNKNOWN:
+                    nele = NUMELE_UNKNOWN
+            pack_header(buf, 0, len(buf), nele)
             self._tail_count = count
             self._tail_total = total + 1
 
