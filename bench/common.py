@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -55,6 +57,32 @@ def pin_cpus() -> bool:
     os.sched_setaffinity(0, {cpus[1]})
     SERVER_CPUS = {cpus[0]}
     return True
+
+
+class FloorServer:
+    """bench/floor_server.py on a free port: the least a uvloop + hiredis server spends."""
+
+    def __init__(self) -> None:
+        from tests.helpers import free_port
+
+        self.port = free_port()
+        script = Path(__file__).resolve().parent / "floor_server.py"
+        self.proc = subprocess.Popen([sys.executable, str(script), str(self.port)])
+        deadline = time.monotonic() + 15
+        while True:  # it answers anything with a constant, so a connection is enough
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError("floor server did not start") from None
+                time.sleep(0.05)
+        if SERVER_CPUS is not None:
+            os.sched_setaffinity(self.proc.pid, SERVER_CPUS)
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
 
 
 def start_pair(ours_args: list[str] | None = None) -> tuple[ServerProcess, ServerProcess]:

@@ -26,7 +26,14 @@ import hiredis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import cpu_seconds, pin_cpus, redis_benchmark, rss_bytes, start_pair  # noqa: E402
+from common import (  # noqa: E402
+    FloorServer,
+    cpu_seconds,
+    pin_cpus,
+    redis_benchmark,
+    rss_bytes,
+    start_pair,
+)
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
@@ -65,10 +72,14 @@ SHARES = 10
 
 def cpu_case(load: Callable[[int, int], int], total: int,
              setup: Callable[[int], None] | None = None,
-             ours_args: list[str] | None = None) -> dict[str, float]:
+             ours_args: list[str] | None = None, floor: bool = False) -> dict[str, float]:
     """Run setup on each server, then `load(port, share)` in SHARES turns per server;
-    load returns the number of units (commands, entries) it did. Microseconds per unit."""
+    load returns the number of units (commands, entries) it did. Microseconds per unit.
+    With floor, bench/floor_server.py stands in for ours."""
     ours, ref = start_pair(ours_args)
+    if floor:
+        ours.stop()
+        ours = FloorServer()  # type: ignore[assignment]
     try:
         servers = [("redis", ref), ("ours", ours)]
         if setup is not None:
@@ -95,6 +106,16 @@ def case_xadd(n: int, pipeline: int) -> dict[str, float]:
         return share
 
     return cpu_case(load, n)
+
+
+def case_floor(n: int) -> dict[str, float]:
+    """Issue #9's floor: a uvloop + hiredis server that answers every command with a
+    constant, under the unpipelined XADD load ("ours" is that server here)."""
+    def load(port: int, share: int) -> int:
+        redis_benchmark(port, ["-c", "50", "-n", str(share), "XADD", "bench:s", "*", "f", "v"])
+        return share
+
+    return cpu_case(load, n, floor=True)
 
 
 def case_ping(n: int) -> dict[str, float]:
@@ -217,7 +238,9 @@ def main() -> None:
         print("servers pinned to one CPU, load generators to another", flush=True)
     q = args.quick
     cases: list[tuple[str, str, str, Callable[[], dict[str, float]]]] = [
-        ("ping", "PING, 50 clients, no pipelining (reference: the per-read floor)", "-",
+        ("floor", "Floor: a do-nothing uvloop + hiredis server, unpipelined XADD load", "-",
+         lambda: case_floor(20_000 if q else 200_000)),
+        ("ping", "PING, 50 clients, no pipelining (reference: the work every read pays)", "-",
          lambda: case_ping(20_000 if q else 200_000)),
         ("xadd", "XADD s * f v, 50 clients, no pipelining", "<= 1.5",
          lambda: case_xadd(20_000 if q else 200_000, 1)),
