@@ -357,10 +357,10 @@ class HiredisRequestReader(_RespParser):
 
     def parse(self, data: bytes) -> list[list[bytes]]:
         # With nothing buffered, a read of complete frames is parsed straight from `data`.
-        if (not self._buf and not self._mbulk and self.error is None
-                and not self.unauthenticated and 0 < len(data) <= _FAST_MAX
-                and data[0] == _STAR and len(data) <= self.proto_max_bulk_len
-                and len(data) < 6 * self.max_multibulk_len):
+        n = len(data)
+        if (0 < n <= _FAST_MAX and data[0] == _STAR and not self._buf and not self._mbulk
+                and self.error is None and not self.unauthenticated
+                and n <= self.proto_max_bulk_len and n < 6 * self.max_multibulk_len):
             fast = self._fast_batch(data)
             if fast is not None:
                 return fast
