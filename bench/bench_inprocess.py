@@ -89,24 +89,30 @@ def run_group_case(server: Server, conn: Connection, rounds: int) -> float:
     return (time.process_time() - t0) / n * 1e6
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--only", nargs="*", default=None)
-    args = parser.parse_args()
+def make_server(clients: int) -> tuple[Server, list[Connection]]:
+    """A Server as `python -m server` builds it (persistence attached, no AOF, no snapshot,
+    in a temporary directory) and `clients` connected Connections on fake transports."""
     workdir = tempfile.mkdtemp(prefix="xstreamd-bench-")
     os.chdir(workdir)
     config = load_config(["--appendonly", "no", "--save", "", "--dir", workdir])
     server = Server(config)
     attach(server)  # persistence hooks, as `python -m server` has them
-    loop = asyncio.new_event_loop()
-    server.loop = loop
+    server.loop = asyncio.new_event_loop()
     server.schedule_before_sleep = lambda: None  # type: ignore[method-assign]
     conns = []
-    for _ in range(50):
+    for _ in range(clients):
         conn = Connection(server)
         conn.connection_made(FakeTransport())  # type: ignore[arg-type]
         conns.append(conn)
+    return server, conns
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--only", nargs="*", default=None)
+    args = parser.parse_args()
+    server, conns = make_server(50)
     cases = [
         ("ping", encode([b"PING"]), 1, 200_000),
         ("ping_p16", encode([b"PING"]), 16, 25_000),
