@@ -4,7 +4,8 @@ Python values map to RESP types as follows (RESP3 / RESP2):
 
     bytes, bytearray, memoryview   bulk string            $<len>\\r\\n...\\r\\n
     str                            bulk string of its UTF-8 (surrogateescape)
-    int                            :<n>
+    int                            :<n>, as a C long long (outside int64: wrapped, as Redis's
+                                   casts of unsigned counters do; never an invalid integer)
     bool                           #t / #f                 :1 / :0
     float                          ,<text>                 bulk string of the same text
     None                           _                       $-1 (null bulk)
@@ -122,6 +123,8 @@ _N_INT = 10000
 _N_BULK = 1024
 _N_AGG = 1024
 _INT = [b":%d\r\n" % i for i in range(_N_INT)]
+_LLONG_MIN = -(1 << 63)
+_LLONG_MAX = (1 << 63) - 1
 _BULK = [b"$%d\r\n" % i for i in range(_N_BULK)]
 _ARRAY = [b"*%d\r\n" % i for i in range(_N_AGG)]
 # The same headers without their CRLF, for _entries' CRLF-joined lines.
@@ -185,6 +188,12 @@ def encode_into(out: bytearray, value: Any, protocol: int = 2) -> None:
         out += b"".join(parts)
 
 
+def _int_line(v: int) -> bytes:
+    if not _LLONG_MIN <= v <= _LLONG_MAX:
+        v = (v - _LLONG_MIN) % (1 << 64) + _LLONG_MIN  # (long long) v
+    return b":%d\r\n" % v
+
+
 def _encode(ap: _Append, v: Any, p3: bool) -> None:
     t = type(v)
     if t is bytes:
@@ -199,7 +208,7 @@ def _encode(ap: _Append, v: Any, p3: bool) -> None:
         ap(_ARRAY[n] if n < _N_AGG else b"*%d\r\n" % n)
         _items(ap, v, p3)
     elif t is int:
-        ap(_INT[v] if 0 <= v < _N_INT else b":%d\r\n" % v)
+        ap(_INT[v] if 0 <= v < _N_INT else _int_line(v))
     elif t is Raw:
         ap(v)
     elif t is str:
@@ -346,7 +355,7 @@ def _encode_subclass(ap: _Append, v: Any, p3: bool) -> None:
     elif isinstance(v, bool):
         _encode_other(ap, bool(v), bool, p3)
     elif isinstance(v, int):
-        ap(b":%d\r\n" % v)
+        ap(_int_line(int(v)))
     elif isinstance(v, float):
         _encode_other(ap, float(v), float, p3)
     elif isinstance(v, bytes | bytearray | memoryview):

@@ -25,6 +25,7 @@ __all__ = [
     "InvalidStreamID",
     "StreamID",
     "decr_id",
+    "format_counter",
     "format_id",
     "id_to_key",
     "incr_id",
@@ -37,6 +38,7 @@ __all__ = [
 StreamID = tuple[int, int]
 
 UINT64_MAX = 2**64 - 1
+_LLONG_MAX = 2**63 - 1
 MIN_ID: StreamID = (0, 0)
 MAX_ID: StreamID = (UINT64_MAX, UINT64_MAX)
 
@@ -76,6 +78,13 @@ def key_to_id(key: bytes) -> StreamID:
 def format_id(id: StreamID) -> bytes:
     """b"ms-seq"."""
     return b"%d-%d" % id
+
+
+def format_counter(n: int) -> bytes:
+    """A stream counter (entries-added, a group's entries-read) as an XSETID / XGROUP
+    argument. Those parse a long long, so a counter pushed past LLONG_MAX (XSETID
+    ENTRIESADDED 2^63-1, then XADD) is written as LLONG_MAX: the AOF must load back."""
+    return b"%d" % min(n, _LLONG_MAX)
 
 
 def incr_id(id: StreamID) -> StreamID:

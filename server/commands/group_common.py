@@ -11,7 +11,7 @@ from server.commands.stream_args import lookup_stream
 from server.errors import CommandError
 from storage.consumer_group import NACK, Consumer, ConsumerGroup, lookup_group
 from storage.stream import Stream
-from storage.stream_id import StreamID, format_id
+from storage.stream_id import StreamID, format_counter, format_id
 
 if TYPE_CHECKING:
     from server.client import Client
@@ -90,7 +90,7 @@ def propagate_group_id(client: Client, key: bytes, group: ConsumerGroup) -> None
     """XGROUP SETID key group last-id ENTRIESREAD n: the group's position and counter."""
     client.server.propagate(client.db, [
         b"XGROUP", b"SETID", key, group.name, format_id(group.last_id),
-        b"ENTRIESREAD", b"%d" % group.entries_read,
+        b"ENTRIESREAD", format_counter(group.entries_read),
     ])
 
 

@@ -61,7 +61,7 @@ def xinfo_stream(client: Client, argv: list[bytes]) -> object:
         if argc == 6 and eq(argv[4], b"count"):
             count = parse_ll(argv[5])
             if count < 0:
-                count = 0
+                count = 10  # as Redis: a negative COUNT is the default, 0 is everything
         elif argc != 4:
             raise _syntax_error(argv)
     info: dict[bytes, object] = {

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from storage.consumer_group import groups
 from storage.stream import Stream
-from storage.stream_id import StreamID, format_id, key_to_id
+from storage.stream_id import StreamID, format_counter, format_id, key_to_id
 
 
 def pending_deleted_ids(s: Stream) -> list[StreamID]:
@@ -32,7 +32,7 @@ def group_commands(key: bytes, s: Stream) -> Iterator[list[bytes]]:
     for group in groups(s):
         name = group.name
         yield [b"XGROUP", b"CREATE", key, name, format_id(group.last_id), b"ENTRIESREAD",
-               b"%d" % group.entries_read]
+               format_counter(group.entries_read)]
         for eid, nack in group.iter_pending():
             owner = nack.consumer
             if owner is None:

@@ -23,7 +23,7 @@ from server.persistence.aof import encode_command
 from server.persistence.group_rewrite import group_commands, pending_deleted_ids
 from storage.keyspace import Database, StringValue
 from storage.stream import Stream
-from storage.stream_id import MAX_ID, MIN_ID, format_id
+from storage.stream_id import MAX_ID, MIN_ID, format_counter, format_id
 
 _FLUSH_AT = 1 << 16
 
@@ -49,7 +49,7 @@ def stream_commands(key: bytes, s: Stream) -> Iterator[list[bytes]]:
     else:
         # XADD MAXLEN 0 creates the key empty; XSETID then resets its counters.
         yield [b"XADD", key, b"MAXLEN", b"0", b"0-1", b"x", b"y"]
-    setid = [b"XSETID", key, format_id(s.last_id), b"ENTRIESADDED", b"%d" % s.entries_added,
+    setid = [b"XSETID", key, format_id(s.last_id), b"ENTRIESADDED", format_counter(s.entries_added),
              b"MAXDELETEDID", format_id(s.max_deleted_entry_id)]
     yield setid
     yield from group_commands(key, s)

@@ -266,3 +266,46 @@ def test_rewrite_with_the_aof_off_is_the_whole_state(tmp_path) -> None:
         assert connect(proc).get("k") == b"latest"
     finally:
         proc.stop()
+
+
+@pytest.mark.parametrize("preamble", ["no", "yes"])
+def test_counters_past_llong_max_survive_rewrite_and_restart(tmp_path, preamble: str) -> None:
+    """XSETID ENTRIESADDED 2^63-1 then XADDs push entries-added (and a group's entries-read)
+    past int64. Replies show them as Redis's long long casts do, and every file still loads:
+    a snapshot keeps them exactly; XSETID / XGROUP in the AOF cannot carry more than
+    LLONG_MAX, so there they are written as LLONG_MAX (and grow again as the AOF replays)."""
+    workdir = str(tmp_path)
+    llong_max = 2**63 - 1
+    proc = start(workdir, "--aof-use-rdb-preamble", preamble)
+    try:
+        r = connect(proc)
+        r.execute_command("XADD", "t", "1-0", "f", "v")
+        r.execute_command("XSETID", "t", "1-0", "ENTRIESADDED", str(llong_max))
+        r.execute_command("XGROUP", "CREATE", "t", "g", "0", "ENTRIESREAD", str(llong_max))
+        r.execute_command("XADD", "t", "2-0", "f", "v")
+        r.execute_command("XREADGROUP", "GROUP", "g", "c", "STREAMS", "t", ">")
+        assert r.execute_command("XINFO", "STREAM", "t")[b"entries-added"] == -(2**63)
+        r.bgrewriteaof()
+        wait_idle(r)
+        assert info(r)["aof_last_bgrewrite_status"] == "ok"
+        r.execute_command("XADD", "t", "3-0", "f", "v")  # in the new incremental file
+        before = dump_state(proc, volatile_times=False, layout=False)
+    finally:
+        proc.stop()
+    proc = start(workdir)
+    try:
+        after = dump_state(proc, volatile_times=False, layout=False)
+        if preamble == "yes":
+            assert after == before
+        else:
+            was, now = before[0][b"t"][1], after[0][b"t"][1]
+            assert was[b"entries-added"] == -(2**63) + 1
+            assert now[b"entries-added"] == -(2**63)  # LLONG_MAX, then XADD 3-0
+            for name in (b"length", b"last-generated-id", b"entries"):
+                assert now[name] == was[name]
+            group_was, group_now = was[b"groups"][0], now[b"groups"][0]
+            assert group_now[b"entries-read"] == llong_max
+            for name in (b"name", b"last-delivered-id", b"pel-count", b"pending"):
+                assert group_now[name] == group_was[name]
+    finally:
+        proc.stop()

@@ -174,6 +174,9 @@ def test_xinfo_full_count_default_is_ten(r: redis.Redis, raw: RawConn) -> None:
         r.execute_command("XADD", "s", f"{i}-0", "n", str(i))
     reply = raw.value("XINFO", "STREAM", "s", "FULL")
     assert reply[15] == [entry(i) for i in range(1, 11)]
+    for count in ("-1", "-100"):  # a negative COUNT is the default too, as in Redis
+        assert raw.value("XINFO", "STREAM", "s", "FULL", "COUNT", count)[15] == reply[15]
+    assert len(raw.value("XINFO", "STREAM", "s", "FULL", "COUNT", "0")[15]) == 15
 
 
 def test_xinfo_resp3(data: redis.Redis, raw: RawConn) -> None:

@@ -332,3 +332,32 @@ def test_stream_entries_shape_mismatch_falls_back(entry: Any) -> None:
     for protocol in (2, 3):
         expected = b"*2\r\n" + encode(good, protocol) + encode(entry, protocol)
         assert encode([good, entry], protocol) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (2**63 - 1, b":9223372036854775807\r\n"),
+        (-(2**63), b":-9223372036854775808\r\n"),
+        (2**63, b":-9223372036854775808\r\n"),  # a uint64 counter past LLONG_MAX, as Redis
+        (2**64 - 1, b":-1\r\n"),
+        (2**64 + 5, b":5\r\n"),
+        (-(2**63) - 1, b":9223372036854775807\r\n"),
+    ],
+)
+def test_integers_outside_int64_are_replied_as_a_long_long(value: int, expected: bytes) -> None:
+    """RESP integers are signed 64-bit: a reply never carries one a client cannot parse."""
+
+    class Big(int):
+        pass
+
+    for protocol in (2, 3):
+        assert encode(value, protocol) == expected
+        assert encode([value], protocol) == b"*1\r\n" + expected
+        assert encode(Big(value), protocol) == expected
+        out = bytearray()
+        encode_into(out, value, protocol)
+        assert bytes(out) == expected
+        reader = hiredis.Reader()
+        reader.feed(expected)
+        assert -(2**63) <= reader.gets() < 2**63
