@@ -91,7 +91,8 @@ def pair(server: ServerProcess, redis_ref: ServerProcess) -> Iterator[tuple[Pipe
     ours.run(setup)
     ref.run(setup)
     yield ours, ref
-    reset = [["CONFIG", "SET", "stream-node-max-entries", "100"], ["FLUSHALL"]]
+    reset = [["CONFIG", "SET", "stream-node-max-entries", "100"],
+             ["CONFIG", "SET", "stream-node-max-bytes", "4096"], ["FLUSHALL"]]
     ours.run(reset)
     ref.run(reset)
     ours.close()
@@ -258,3 +259,106 @@ def test_node_boundaries_and_approximate_trims(pair: tuple[Pipe, Pipe]) -> None:
             commands.append(["XADD", "s", "MINID", "~", f"{i - 20}", f"{i}-1", "f", "v"])
     commands += [["XRANGE", "s", "-", "+"], ["CONFIG", "SET", "stream-node-max-bytes", "4096"]]
     compare(pair, commands)
+
+
+# Values at the edges of the listpack's integer encodings (7, 13, 16, 24, 32, 64 bits) and of
+# its string length encodings (6 and 12 bits), plus strings that only look like integers.
+EDGE_VALUES = [
+    "0", "127", "128", "-1", "-4096", "-4097", "4095", "4096", "32767", "32768", "-32769",
+    "8388607", "8388608", "-8388609", "2147483647", "2147483648", "-2147483649",
+    "9223372036854775807", "9223372036854775808", "-9223372036854775808",
+    "-9223372036854775809", "00", "-0", "+1", "1.0", " 1", "", "x" * 63, "x" * 64,
+    "x" * 4095, "x" * 4096,
+]
+EDGE_FIELDS = ["f", "g", "1", "-1", "", "x" * 70]
+
+
+class LayoutGenerator:
+    """XADDs with increasing IDs (some with huge gaps, so the deltas from a node's master
+    entry take every integer width) and edge-case values under random node limits, mixed
+    with trims and reads. No XDEL: trimming after deletions can leave an empty node in
+    7.0, which 8.x removes (redis#15815), and XINFO's radix-tree fields are compared."""
+
+    def __init__(self, seed: int) -> None:
+        self.rnd = random.Random(seed)
+        self.last = {key: (0, 0) for key in KEYS}
+
+    def setup(self) -> list[list[str]]:
+        rnd = self.rnd
+        return [
+            ["CONFIG", "SET", "stream-node-max-entries", rnd.choice(["0", "1", "3", "10", "100"])],
+            ["CONFIG", "SET", "stream-node-max-bytes", rnd.choice(["0", "1", "60", "300", "4096"])],
+        ]
+
+    def next_id(self, key: str) -> str:
+        rnd = self.rnd
+        ms, seq = self.last[key]
+        roll = rnd.random()
+        if roll < 0.4:
+            seq += rnd.randint(1, 3)
+        elif roll < 0.5:
+            seq += rnd.choice([2**31, 2**32, 2**40, 2**62])
+        elif roll < 0.55:
+            ms += rnd.choice([2**31, 2**32, 2**48, 2**62])
+            seq = rnd.randint(0, 3)
+        else:
+            ms += rnd.randint(1, 5)
+            seq = rnd.randint(0, 3)
+        self.last[key] = (ms, seq)
+        return f"{ms}-{seq}"
+
+    def some_id(self, key: str) -> str:
+        rnd = self.rnd
+        ms, seq = self.last[key]
+        return f"{rnd.randint(0, ms + 1)}-{rnd.randint(0, seq + 1)}"
+
+    def fields(self) -> list[str]:
+        rnd = self.rnd
+        names = rnd.choice([["f"], ["f", "g"], rnd.sample(EDGE_FIELDS, rnd.randint(1, 3))])
+        out: list[str] = []
+        for name in names:
+            out += [name, rnd.choice(EDGE_VALUES)]
+        return out
+
+    def trim(self, key: str) -> list[str]:
+        rnd = self.rnd
+        approx = rnd.choice([[], ["="], ["~"]])
+        if rnd.random() < 0.5:
+            opts = ["MAXLEN", *approx, str(rnd.randint(0, 15))]
+        else:
+            opts = ["MINID", *approx, self.some_id(key)]
+        if approx == ["~"] and rnd.random() < 0.5:
+            opts += ["LIMIT", str(rnd.randint(0, 12))]
+        return opts
+
+    def command(self) -> list[str]:
+        rnd = self.rnd
+        key = rnd.choice(KEYS)
+        roll = rnd.random()
+        if roll < 0.5:
+            opts = self.trim(key) if rnd.random() < 0.25 else []
+            return ["XADD", key, *opts, self.next_id(key), *self.fields()]
+        if roll < 0.65:
+            start = rnd.choice(["-", self.some_id(key), "(" + self.some_id(key)])
+            end = rnd.choice(["+", self.some_id(key), "(" + self.some_id(key)])
+            count = ["COUNT", str(rnd.randint(0, 5))] if rnd.random() < 0.4 else []
+            if rnd.random() < 0.5:
+                return ["XREVRANGE", key, end, start, *count]
+            return ["XRANGE", key, start, end, *count]
+        if roll < 0.75:
+            return ["XTRIM", key, *self.trim(key)]
+        if roll < 0.9:
+            full = rnd.choice([[], ["FULL"], ["FULL", "COUNT", str(rnd.randint(0, 4))]])
+            return ["XINFO", "STREAM", key, *full]
+        if roll < 0.95:
+            return ["XREAD", "COUNT", str(rnd.randint(1, 4)), "STREAMS", key, self.some_id(key)]
+        return ["XLEN", key]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_node_limits_and_integer_encodings(pair: tuple[Pipe, Pipe], seed: int) -> None:
+    gen = LayoutGenerator(seed)
+    compare(pair, gen.setup())
+    for _ in range(3):
+        compare(pair, [gen.command() for _ in range(200)])
+    compare(pair, [["XINFO", "STREAM", k, "FULL", "COUNT", "0"] for k in KEYS])
