@@ -205,6 +205,13 @@ class Blocking:
         client.reply(reply)
         self.server.resume_client(client)
 
+    def keys_on_nokey(self) -> int:
+        """INFO's total_blocking_keys_on_nokey: keys with a waiter that wants to hear of the
+        key's deletion (XREADGROUP)."""
+        return sum(1 for waiters in self.blocking_keys.values()
+                   if any(c.blocked is not None and c.blocked.unblock_on_nokey
+                          for c in waiters.values()))
+
     def waiting_on(self, db: int, key: bytes) -> int:
         waiters = self.blocking_keys.get((db, key))
         return len(waiters) if waiters else 0

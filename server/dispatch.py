@@ -120,20 +120,23 @@ def container(name: str, arity: int = -2, flags: str = "", summary: str = "",
     return spec
 
 
-def lookup(argv: list[bytes]) -> CommandSpec:
-    """Find the spec for argv, checking arity; raises CommandError with Redis's texts."""
+def find(argv: list[bytes]) -> CommandSpec:
+    """lookupCommand: the spec for argv (a container named alone is the container itself);
+    raises CommandError with Redis's unknown command / subcommand texts."""
     spec = COMMANDS.get(argv[0].lower())
     if spec is None:
         raise unknown_command(argv)
-    if spec.subcommands:
-        if len(argv) < 2:
-            if spec.handler is not None:  # COMMAND alone lists everything
-                return spec
-            raise wrong_arity(spec.name)
+    if spec.subcommands and len(argv) >= 2:
         sub = spec.subcommands.get(argv[1].lower())
         if sub is None:
             raise unknown_subcommand(argv[1], spec.name)
         spec = sub
+    return spec
+
+
+def lookup(argv: list[bytes]) -> CommandSpec:
+    """find() and the arity check; raises CommandError with Redis's texts."""
+    spec = find(argv)
     if not spec.arity_ok(len(argv)):
         raise wrong_arity(spec.fullname)
     return spec
@@ -158,6 +161,7 @@ def execute(client: Client, argv: list[bytes]) -> Any:
         argc = len(argv)
         arity = spec.arity
         if argc == arity if arity >= 0 else argc >= -arity:
+            client.last_cmd = spec.fullname_bytes
             return call(client, spec, argv)
     return _execute_checked(client, argv)
 
@@ -167,10 +171,15 @@ def _execute_checked(client: Client, argv: list[bytes]) -> Any:
     MULTI: the lookup errors, NOAUTH, MULTI queueing."""
     server = client.server
     try:
-        spec = lookup(argv)
+        spec = find(argv)
     except CommandError as exc:
+        client.last_cmd = b"NULL"  # CLIENT LIST's cmd=, set before any check as in Redis
         server.stats.rejected_calls += 1
         return _reject(client, argv, exc.message)
+    client.last_cmd = spec.fullname_bytes
+    if not spec.arity_ok(len(argv)):
+        spec.rejected_calls += 1
+        return _reject(client, argv, wrong_arity(spec.fullname).message)
     name = argv[0]
     if not spec.subcommands and spec.parent is None and len(_BY_SENT_NAME) < _BY_SENT_NAME_MAX:
         _BY_SENT_NAME[name] = spec
@@ -196,18 +205,18 @@ def _refused(server: Server, spec: CommandSpec, text: str) -> ErrorReply:
 
 
 def _reject(client: Client, argv: list[bytes], text: str) -> ErrorReply:
-    """rejectCommand: the error flags an open transaction; a rejected EXEC discards it."""
-    client.server.stats.error_reply(text)
-    if client.multi is None:
-        return ErrorReply(text)
-    if argv[0].lower() != b"exec":
+    """rejectCommand: the error flags an open transaction; a rejected EXEC discards the
+    transaction, open or not (and the WATCHes with it)."""
+    if argv[0].lower() == b"exec":
+        client.multi = None
+        client.multi_error = False
+        client.server.unwatch_all(client)
+        reason = text[4:] if text.startswith("ERR ") else text
+        text = f"EXECABORT Transaction discarded because of: {reason}"
+    elif client.multi is not None:
         client.multi_error = True
-        return ErrorReply(text)
-    client.multi = None
-    client.multi_error = False
-    client.server.unwatch_all(client)
-    reason = text[4:] if text.startswith("ERR ") else text
-    return ErrorReply(f"EXECABORT Transaction discarded because of: {reason}")
+    client.server.stats.error_reply(text)
+    return ErrorReply(text)
 
 
 def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
@@ -221,7 +230,6 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
             refusal = check(client, spec)
             if refusal is not None:
                 return _refused(server, spec, refusal)
-    client.last_cmd = spec.fullname_bytes
     start = _now_ns()
     try:
         reply = spec.handler(client, argv)  # type: ignore[misc]

@@ -35,20 +35,32 @@ def wrong_arity(name: str) -> CommandError:
     return CommandError(f"ERR wrong number of arguments for '{name}' command")
 
 
+def client_text(arg: bytes, limit: int | None = None) -> str:
+    """Client bytes inside an error text, as Redis's "%s" / "%.<limit>s" print them: the raw
+    bytes (surrogateescape carries them through the encoder) up to a NUL, at most `limit`."""
+    end = arg.find(b"\0")
+    if end >= 0:
+        arg = arg[:end]
+    if limit is not None:
+        arg = arg[:limit]
+    return arg.decode("utf-8", "surrogateescape")
+
+
 def unknown_subcommand(sub: bytes, container: str) -> CommandError:
-    text = sub.decode(errors="replace")
-    return CommandError(f"ERR unknown subcommand '{text}'. Try {container.upper()} HELP.")
+    return CommandError(f"ERR unknown subcommand '{client_text(sub, 128)}'. "
+                        f"Try {container.upper()} HELP.")
 
 
 def unknown_command(argv: list[bytes]) -> CommandError:
     """Redis 7's text: the name, then the args quoted, each followed by a space, while the
-    args part is under 128 characters (each arg cut to what is left of the 128)."""
-    name = argv[0][:128].decode(errors="replace")
-    args = ""
+    args part is under 128 bytes (each arg cut to what is left of the 128)."""
+    args = b""
     for arg in argv[1:]:
         if len(args) >= 128:
             break
-        args += "'" + arg[: 128 - len(args)].decode(errors="replace") + "' "
-    return CommandError(f"ERR unknown command '{name}', with args beginning with: {args}")
+        args += b"'" + client_text(arg, 128 - len(args)).encode("utf-8", "surrogateescape") + b"' "
+    return CommandError(f"ERR unknown command '{client_text(argv[0], 128)}', with args "
+                        f"beginning with: {args.decode('utf-8', 'surrogateescape')}")
+
 
 OOM_TEXT = "OOM command not allowed when used memory > 'maxmemory'."

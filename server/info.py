@@ -88,7 +88,7 @@ def _clients(s: Server) -> Fields:
          sum(1 for c in clients if c.blocked is not None and c.blocked.deadline)),
         ("total_watched_keys", len(s.watched_keys)),
         ("total_blocking_keys", len(s.blocking.blocking_keys)),
-        ("total_blocking_keys_on_nokey", 0),
+        ("total_blocking_keys_on_nokey", s.blocking.keys_on_nokey()),
     ]
 
 

@@ -30,6 +30,29 @@ def parse_int(arg: bytes, error: str = NOT_INTEGER) -> int:
     return int(arg)
 
 
+_C_SPACE = b" \t\n\v\f\r"
+
+
+def string2ull(arg: bytes) -> int | None:
+    """Redis's string2ull (SCAN cursors): string2ll's strict form if it parses (negative:
+    refused), else strtoull's: leading spaces, a sign ('-' wraps modulo 2^64), digits to the
+    end of the C string (a NUL ends it), at most 2^64 - 1. None when refused."""
+    arg = arg.split(b"\0", 1)[0]
+    if is_canonical_int(arg):
+        value = int(arg)
+        return value if value >= 0 else None
+    body = arg.lstrip(_C_SPACE)
+    negative = body[:1] == b"-"
+    if body[:1] in (b"-", b"+"):
+        body = body[1:]
+    if not body.isdigit() or not body.isascii():
+        return None
+    value = int(body)
+    if value > 2**64 - 1:
+        return None  # ERANGE
+    return (-value) % 2**64 if negative else value
+
+
 def parse_nonneg_int(arg: bytes, error: str) -> int:
     value = parse_int(arg)
     if value < 0:

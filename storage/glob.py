@@ -109,6 +109,15 @@ def _general(tokens: list[Token]) -> Callable[[bytes], bool]:
 
 def compile_glob(pattern: bytes) -> Callable[[bytes], bool]:
     """A matcher for pattern, with fast paths for the usual literal/prefix/suffix forms."""
+    if pattern:
+        # stringmatchlen never matches an empty string against a non-empty pattern, "*"
+        # included (KEYS * and SCAN MATCH * list every key by a shortcut of their own).
+        inner = _compile(pattern)
+        return lambda key: bool(key) and inner(key)
+    return _compile(pattern)
+
+
+def _compile(pattern: bytes) -> Callable[[bytes], bool]:
     tokens = _tokens(pattern)
     if all(type(t) is int for t in tokens):
         stars = [i for i, t in enumerate(tokens) if t == _STAR]

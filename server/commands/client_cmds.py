@@ -8,7 +8,7 @@ import time
 from protocol.encoder import OK, Verbatim
 from server.client import Client
 from server.dispatch import command, container
-from server.errors import SYNTAX, CommandError
+from server.errors import SYNTAX, CommandError, client_text
 from server.parsing import eq, parse_int
 
 container("client", -2, "sentinel", summary="A container for client connection commands.",
@@ -25,9 +25,6 @@ def validate_name(name: bytes, what: str) -> None:
         raise CommandError(f"ERR {what} cannot contain spaces, newlines or special characters.")
 
 
-def _text(value: bytes) -> str:
-    return value.decode(errors="replace")
-
 
 def client_info_line(client: Client) -> str:
     """One CLIENT LIST line, with Redis 8's fields in Redis's order."""
@@ -41,13 +38,13 @@ def client_info_line(client: Client) -> str:
     obl = len(client.out)
     return (
         f"id={client.id} addr={client.addr} laddr={client.laddr} fd={fd} "
-        f"name={_text(client.name)} age={int(now - client.created)} "
+        f"name={client_text(client.name)} age={int(now - client.created)} "
         f"idle={int(now - client.last_interaction)} flags={client.flags_text()} "
         f"db={client.db.id} sub=0 psub=0 ssub=0 multi={multi} watch={len(client.watched)} "
         f"qbuf={qbuf} qbuf-free=0 argv-mem={client.argv_bytes} multi-mem=0 rbs=16384 rbp=0 "
         f"obl={obl} oll=0 omem={omem} tot-mem={qbuf + obl + omem} events=r "
-        f"cmd={_text(client.last_cmd)} user={client.user} redir=-1 resp={client.protocol} "
-        f"lib-name={_text(client.lib_name)} lib-ver={_text(client.lib_ver)} io-thread=0"
+        f"cmd={client_text(client.last_cmd)} user={client.user} redir=-1 resp={client.protocol} "
+        f"lib-name={client_text(client.lib_name)} lib-ver={client_text(client.lib_ver)} io-thread=0"
     )
 
 
@@ -85,8 +82,8 @@ def client_getname(client: Client, argv: list[bytes]) -> object:
 def client_setinfo(client: Client, argv: list[bytes]) -> object:
     attr = argv[2].lower()
     if attr not in (b"lib-name", b"lib-ver"):
-        raise CommandError(f"ERR Unrecognized option '{_text(argv[2])}'")
-    validate_name(argv[3], _text(argv[2]))
+        raise CommandError(f"ERR Unrecognized option '{client_text(argv[2])}'")
+    validate_name(argv[3], client_text(argv[2]))
     if attr == b"lib-name":
         client.lib_name = argv[3]
     else:
@@ -97,7 +94,7 @@ def client_setinfo(client: Client, argv: list[bytes]) -> object:
 def _check_type(value: bytes) -> bytes:
     kind = value.lower()
     if kind not in _CLIENT_TYPES:
-        raise CommandError(f"ERR Unknown client type '{_text(value)}'")
+        raise CommandError(f"ERR Unknown client type '{client_text(value)}'")
     return kind
 
 
@@ -138,7 +135,7 @@ _ID_ERROR = "ERR client-id should be greater than 0"
 def client_kill(client: Client, argv: list[bytes]) -> object:
     server = client.server
     if len(argv) == 3:  # old form: CLIENT KILL addr:port
-        addr = _text(argv[2])
+        addr = client_text(argv[2])
         for other in list(server.clients.values()):
             if other.addr == addr:
                 _kill(client, other)
@@ -151,7 +148,7 @@ def client_kill(client: Client, argv: list[bytes]) -> object:
         if i + 1 >= len(argv):
             raise CommandError(SYNTAX)
         name, value = argv[i].lower(), argv[i + 1]
-        parsed: object = _text(value)
+        parsed: object = client_text(value)
         if name == b"id":
             try:
                 parsed = parse_int(value)
@@ -169,7 +166,10 @@ def client_kill(client: Client, argv: list[bytes]) -> object:
             continue
         elif name == b"maxage":
             parsed = parse_int(value)
-        elif name not in (b"addr", b"laddr", b"user"):
+        elif name == b"user":
+            if value != b"default":  # the only user (no ACL users besides it)
+                raise CommandError(f"ERR No such user '{client_text(value)}'")
+        elif name not in (b"addr", b"laddr"):
             raise CommandError(SYNTAX)
         filters.append((name, parsed))
         i += 2
@@ -236,7 +236,7 @@ def client_no_touch(client: Client, argv: list[bytes]) -> object:
 def client_unblock(client: Client, argv: list[bytes]) -> object:
     if len(argv) > 4:
         raise CommandError("ERR unknown subcommand or wrong number of arguments for "
-                           f"'{_text(argv[1])}'. Try CLIENT HELP.")
+                           f"'{client_text(argv[1])}'. Try CLIENT HELP.")
     target_id = parse_int(argv[2])
     as_error = False
     if len(argv) == 4:

@@ -8,7 +8,7 @@ from protocol.encoder import OK, Raw, SimpleString
 from server.app import VERSION
 from server.client import Client
 from server.dispatch import command
-from server.errors import DB_INDEX_OUT_OF_RANGE, SYNTAX, CommandError, wrong_arity
+from server.errors import DB_INDEX_OUT_OF_RANGE, SYNTAX, CommandError, client_text, wrong_arity
 from server.parsing import eq, parse_int
 
 PONG = Raw(b"+PONG\r\n")
@@ -100,8 +100,7 @@ def hello(client: Client, argv: list[bytes]) -> object:
             validate_name(setname, "Client names")  # checked while parsing, as Redis does
             i += 2
         else:
-            option = argv[i].decode(errors="replace")
-            raise CommandError(f"ERR Syntax error in HELLO option '{option}'")
+            raise CommandError(f"ERR Syntax error in HELLO option '{client_text(argv[i])}'")
     if credentials is not None:
         if not check_password(client, *credentials):
             raise CommandError(WRONGPASS)

@@ -24,7 +24,7 @@ from server.commands.stream_args import (
     register_ref_hooks,
 )
 from server.dispatch import command, container
-from server.errors import CommandError
+from server.errors import CommandError, client_text
 from server.parsing import eq
 from storage.consumer_group import (
     INVALID_ENTRIES_READ,
@@ -67,9 +67,8 @@ register_ref_hooks(_GroupRefs())
 
 def _subcommand_error(argv: list[bytes]) -> CommandError:
     """addReplySubcommandSyntaxError."""
-    sub = argv[1][:128].decode(errors="replace")
-    return CommandError(f"ERR unknown subcommand or wrong number of arguments for '{sub}'. "
-                        f"Try {argv[0].decode(errors='replace').upper()} HELP.")
+    return CommandError(f"ERR unknown subcommand or wrong number of arguments for "
+                        f"'{client_text(argv[1], 128)}'. Try {client_text(argv[0]).upper()} HELP.")
 
 
 def _prepare(client: Client, argv: list[bytes], sub: bytes) -> tuple[Stream | None, int, bool]:

@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING
 
 from server.commands.stream_args import lookup_stream
-from server.errors import CommandError
+from server.errors import CommandError, client_text
 from storage.consumer_group import NACK, Consumer, ConsumerGroup, lookup_group
 from storage.stream import Stream
 from storage.stream_id import StreamID, format_counter, format_id
@@ -22,21 +22,18 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _text(b: bytes) -> str:
-    return b.decode(errors="replace")
-
 
 def nogroup_key_or_group(key: bytes, group: bytes, suffix: str = "") -> CommandError:
     """"NOGROUP No such key 'k' or consumer group 'g'" (XPENDING, XCLAIM, XAUTOCLAIM, and
     XREADGROUP with its suffix)."""
-    return CommandError(f"NOGROUP No such key '{_text(key)}' or consumer group '{_text(group)}'"
-                        f"{suffix}")
+    return CommandError(f"NOGROUP No such key '{client_text(key)}' or consumer group "
+                        f"'{client_text(group)}'{suffix}")
 
 
 def nogroup_for_key(key: bytes, group: bytes) -> CommandError:
     """"NOGROUP No such consumer group 'g' for key name 'k'" (XGROUP, XINFO CONSUMERS)."""
-    return CommandError(f"NOGROUP No such consumer group '{_text(group)}' for key name "
-                        f"'{_text(key)}'")
+    return CommandError(f"NOGROUP No such consumer group '{client_text(group)}' for key name "
+                        f"'{client_text(key)}'")
 
 
 def lookup_stream_group(

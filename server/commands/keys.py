@@ -6,7 +6,7 @@ from protocol.encoder import OK, SimpleString
 from server.client import Client
 from server.dispatch import command, container
 from server.errors import DB_INDEX_OUT_OF_RANGE, NO_SUCH_KEY, SYNTAX, CommandError
-from server.parsing import INT64_MAX, INT64_MIN, eq, parse_int
+from server.parsing import INT64_MAX, INT64_MIN, eq, parse_int, string2ull
 from storage.keyspace import Database, type_name
 from storage.keyspace import object_encoding as encoding_of
 
@@ -80,11 +80,9 @@ def keys_(client: Client, argv: list[bytes]) -> object:
          summary="Iterates over the key names in the database.", since="2.8.0",
          tips="nondeterministic_output nondeterministic_output_order")
 def scan(client: Client, argv: list[bytes]) -> object:
-    raw = argv[1]
-    # string2ull: plain digits, at most 2**64 - 1 (an empty or negative cursor is refused).
-    if not raw.isdigit() or len(raw) > 20 or int(raw) > 2**64 - 1:
+    cursor = string2ull(argv[1])
+    if cursor is None:
         raise CommandError("ERR invalid cursor")
-    cursor = int(raw)
     count, pattern, type_filter = 10, None, None
     i = 2
     while i < len(argv):

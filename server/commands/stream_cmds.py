@@ -241,6 +241,6 @@ def xsetid(client: Client, argv: list[bytes]) -> object:
             raise CommandError(ERR_SETID_ENTRIES_ADDED)
     stream.set_id(new_id, entries_added if entries_added != -1 else None,
                   max_deleted if max_deleted != (0, 0) else None)
-    client.server.signal_modified_key(client.db, key)
+    # Like Redis, no signalModifiedKey: the entries are unchanged, so WATCH is not touched.
     client.server.propagate(client.db, list(argv))
     return OK

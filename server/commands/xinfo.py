@@ -17,7 +17,7 @@ from server.commands.stream_args import (
     read_stream,
 )
 from server.dispatch import command, container
-from server.errors import NO_SUCH_KEY, CommandError
+from server.errors import NO_SUCH_KEY, CommandError, client_text
 from server.parsing import eq
 from storage.stream import Stream
 from storage.stream_id import MAX_ID, MIN_ID, format_id
@@ -36,9 +36,8 @@ def register_full_groups_hook(hook: FullGroupsHook | None) -> None:
 
 
 def _syntax_error(argv: list[bytes]) -> CommandError:
-    sub = argv[1].decode(errors="replace")[:128]
-    return CommandError(f"ERR unknown subcommand or wrong number of arguments for '{sub}'. "
-                        f"Try {argv[0].decode(errors='replace').upper()} HELP.")
+    return CommandError(f"ERR unknown subcommand or wrong number of arguments for "
+                        f"'{client_text(argv[1], 128)}'. Try {client_text(argv[0]).upper()} HELP.")
 
 
 container("xinfo", -2, summary="A container for stream introspection commands.",
