@@ -121,6 +121,12 @@ SCRIPTS: dict[str, list[tuple[str, ...]]] = {
         ("CLIENT", "LIST", "ID", "99999"), ("CLIENT", "NO-EVICT", "on"),
         ("CLIENT", "NO-EVICT", "x"), ("CLIENT", "NO-EVICT", "off"), ("CLIENT", "UNBLOCK", "x"),
         ("CLIENT", "UNBLOCK", "99999"), ("ACL", "WHOAMI"), ("ACL", "NOPE"),
+        ("CLIENT", "KILL", "USER", "nouser"),
+        ("CLIENT", "KILL", "USER", "default", "SKIPME", "yes"),
+        # Client bytes in error texts: raw, up to a NUL, cut at 128 bytes.
+        ("NOSUCH", b"a\xffb"), ("NOSUCH", b"a\x00b", "c"), ("NOSUCH", "\u00e9" * 100, "b"),
+        (b"NO\xffSUCH\x00x",), ("XINFO", "F" * 200), ("OBJECT", b"F\xff" * 100),
+        ("XINFO", "CONSUMERS", "nokey", b"g\x00x"),
     ],
     "keyspace": [
         ("SET", "a", "1"), ("SET", "b", "hello"), ("SET", "c", "x" * 50),
@@ -135,6 +141,10 @@ SCRIPTS: dict[str, list[tuple[str, ...]]] = {
         ("UNLINK", "nope"), ("DBSIZE",), ("SCAN", "x"), ("SCAN", "0", "COUNT", "0"),
         ("SCAN", "0", "MATCH"), ("SCAN", "0", "FOO", "1"), ("FLUSHDB", "x"), ("FLUSHALL", "x"),
         ("FLUSHDB", "ASYNC"), ("DBSIZE",), ("RANDOMKEY",),
+        # The empty key: only KEYS * (a shortcut) lists it; no other pattern matches it.
+        ("SET", "", "e"), ("SET", "k", "v"), ("KEYS", "*"), ("KEYS", "**"), ("KEYS", "?*"),
+        ("KEYS", ""), ("SCAN", "+0", "MATCH", "nomatch*"), ("SCAN", "-0", "MATCH", "nomatch*"),
+        ("SCAN", "18446744073709551616"), ("SCAN", "0x1"),
     ],
     "expire": [
         ("SET", "k", "v"), ("TTL", "k"), ("PTTL", "nope"), ("TTL", "nope"),
@@ -153,7 +163,12 @@ SCRIPTS: dict[str, list[tuple[str, ...]]] = {
         ("SET", "k", "1", "GET"), ("SET", "k", "2", "NX", "GET"), ("SET", "q", "2", "XX"),
     ],
     "transactions": [
-        ("EXEC",), ("DISCARD",), ("MULTI",), ("MULTI",), ("SET", "a", "1"), ("GET", "a"),
+        ("EXEC", "x"), ("EXEC",), ("DISCARD",),
+        # XSETID leaves WATCHed keys untouched (the entries do not change); XADD touches them.
+        ("XADD", "ws", "1-1", "a", "1"), ("WATCH", "ws"), ("XSETID", "ws", "3-1"), ("MULTI",),
+        ("PING",), ("EXEC",), ("WATCH", "ws"), ("XADD", "ws", "4-1", "a", "1"), ("MULTI",),
+        ("PING",), ("EXEC",), ("WATCH", "ws"), ("EXEC", "x"), ("XADD", "ws", "5-1", "a", "1"),
+        ("MULTI",), ("PING",), ("EXEC",), ("MULTI",), ("MULTI",), ("SET", "a", "1"), ("GET", "a"),
         ("EXPIRE", "a", "x"), ("EXEC",), ("MULTI",), ("SET", "b", "1"), ("NOSUCH",), ("GET",),
         ("EXEC",), ("EXISTS", "b"), ("MULTI",), ("SET", "c", "1"), ("EXEC", "x"), ("DISCARD",),
         ("WATCH",), ("WATCH", "a"), ("SET", "a", "2"), ("MULTI",), ("WATCH", "a"), ("GET", "a"),

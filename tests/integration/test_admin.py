@@ -169,6 +169,47 @@ def test_info_commandstats(c: Conn) -> None:
     assert "cmdstat_get" not in fields
 
 
+def test_rejections_in_commandstats_and_errorstats(c: Conn) -> None:
+    """rejectCommand: an arity error counts as the command's rejected call; a rejected EXEC
+    (even outside MULTI) answers, and is counted as, EXECABORT."""
+    c.call("CONFIG", "RESETSTAT")
+    assert c.call("GET") == arity("get")
+    assert c.call("EXEC", "x") == (b"-EXECABORT Transaction discarded because of: wrong number "
+                                   b"of arguments for 'exec' command\r\n")
+    assert c.call("NOSUCH").startswith(b"-ERR unknown command 'NOSUCH'")
+    fields = info_fields(c.call("INFO", "commandstats"))
+    assert re.fullmatch(r"calls=0,usec=0,usec_per_call=0\.00,rejected_calls=1,failed_calls=0",
+                        fields["cmdstat_get"])
+    errors = info_fields(c.call("INFO", "errorstats"))
+    assert errors == {"errorstat_ERR": "count=2", "errorstat_EXECABORT": "count=1"}
+
+
+def test_client_list_cmd_is_the_command_looked_up(srv: ServerProcess) -> None:
+    """CLIENT LIST's cmd= is set when the command is looked up, before any check: NULL for an
+    unknown command or subcommand, the command for an arity error or a command queued in
+    MULTI, and EXEC (not the last queued command) after EXEC."""
+    a, b = Conn(srv), Conn(srv)
+    try:
+        a_id = int(a.call("CLIENT", "ID")[1:-2])
+
+        def cmd() -> bytes:
+            line = b.call("CLIENT", "LIST", "ID", str(a_id))
+            found = re.search(rb" cmd=(\S+) ", line)
+            assert found is not None
+            return found.group(1)
+
+        assert cmd() == b"client|id"
+        for args, expected in [(("FOOBAR",), b"NULL"), (("XADD",), b"xadd"),
+                               (("XINFO", "FOO"), b"NULL"), (("XINFO",), b"xinfo"),
+                               (("MULTI",), b"multi"), (("XLEN", "s"), b"xlen"),
+                               (("EXEC",), b"exec"), (("PING",), b"ping")]:
+            a.call(*args)
+            assert cmd() == expected, args
+    finally:
+        a.close()
+        b.close()
+
+
 def test_info_is_verbatim_in_resp3(c: Conn) -> None:
     c.call("HELLO", "3")
     reply = c.call("INFO", "server")

@@ -245,6 +245,29 @@ def test_disconnected_clients_are_forgotten(r: redis.Redis, conns) -> None:
     assert r.ping()
 
 
+@pytest.mark.skipif(REDIS7, reason="INFO fields since 7.2")
+def test_info_counts_blocking_keys_and_those_woken_by_deletion(r: redis.Redis, conns) -> None:
+    """total_blocking_keys counts keys with a waiter; total_blocking_keys_on_nokey those with
+    a waiter that a deletion wakes too (XREADGROUP)."""
+    r.xgroup_create("g1", "g", "$", mkstream=True)
+    r.xgroup_create("g2", "g", "$", mkstream=True)
+    readers = [conns() for _ in range(4)]
+    readers[0].send("XREAD", "BLOCK", "0", "STREAMS", "x1", "x2", "$", "$")
+    readers[1].send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "g1", ">")
+    readers[2].send("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "g1", "g2", ">",
+                    ">")
+    readers[3].send("XREAD", "BLOCK", "0", "STREAMS", "g2", "$")
+    wait_blocked(r, 4)
+    fields = r.info("clients")
+    assert (fields["total_blocking_keys"], fields["total_blocking_keys_on_nokey"]) == (4, 2)
+    r.delete("g1")  # wakes both group readers (NOGROUP); the key leaves both counts
+    for reader in readers[1:3]:
+        assert str(reader.read()).startswith("NOGROUP No such key 'g1'")
+    wait_blocked(r, 2)
+    fields = r.info("clients")
+    assert (fields["total_blocking_keys"], fields["total_blocking_keys_on_nokey"]) == (3, 0)
+
+
 def test_deleted_key_keeps_xread_waiting(r: redis.Redis, conns) -> None:
     r.xadd("s", {"f": "v"}, id="5-0")
     c = conns()

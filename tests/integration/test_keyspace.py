@@ -159,6 +159,17 @@ def test_scan_errors(c: Conn) -> None:
     assert c.call("SCAN", "0") == b"*2\r\n$1\r\n0\r\n*0\r\n"
 
 
+@pytest.mark.skipif(TARGET == "redis", reason="string2ull came after 7.0's strtoul")
+def test_scan_cursor_is_read_by_string2ull(c: Conn) -> None:
+    """Redis 8 reads the cursor with string2ull: string2ll's form (a negative one refused),
+    else strtoull's (leading spaces, a sign, leading zeros; to the end of the string)."""
+    empty = b"*2\r\n$1\r\n0\r\n*0\r\n"
+    for cursor in ("0", "+0", "-0", " 0", "00"):
+        assert c.call("SCAN", cursor) == empty, cursor
+    for cursor in ("", " ", "-1", "-", "1 ", "0x1", "1.0", "18446744073709551616"):
+        assert c.call("SCAN", cursor) == b"-ERR invalid cursor\r\n", cursor
+
+
 def test_scan_survives_concurrent_changes(r: redis.Redis, c: Conn) -> None:
     stable = {b"stable:%d" % i for i in range(200)}
     for key in stable:
