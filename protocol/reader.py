@@ -24,6 +24,7 @@ header and inline limits) see everything fed since the previous call, as Redis s
 
 from __future__ import annotations
 
+import re
 from itertools import chain
 
 import hiredis
@@ -53,7 +54,7 @@ __all__ = [
 ]
 
 DEFAULT_PROTO_MAX_BULK_LEN = 512 * 1024 * 1024
-DEFAULT_MAX_MULTIBULK_LEN = 1024 * 1024
+DEFAULT_MAX_MULTIBULK_LEN = 2**31 - 1  # INT_MAX, as Redis 7+ (6.x refused over 1024 * 1024)
 INLINE_MAX_SIZE = 64 * 1024  # PROTO_INLINE_MAX_SIZE: header lines and inline requests
 # Limits for a client that must still authenticate (Redis's processMultibulkBuffer).
 UNAUTH_MAX_MULTIBULK_LEN = 10
@@ -66,6 +67,10 @@ _DOLLAR = 36
 # Bytes that start the RESP3 types hiredis turns into bytes elements ('+', '=', '(') or into a
 # plain top-level list ('~', '|'); a batch holding none of them needs no per-frame check.
 _SUSPECT_BYTES = b"+=(~|"
+# hiredis allocates an array as soon as it reads its header, whatever the count (16 GiB for
+# "*2147483647"), so it never sees a count of 7 digits or more: the Python rules read those
+# frames (a payload that merely contains such bytes only costs the faster path).
+_BIG_COUNT_RE = re.compile(rb"\*[0-9]{7}")
 # hiredis passes per get_commands() call; bounds the work when hiredis keeps stopping early
 # (e.g. inline commands mixed with multibulk ones), since each pass feeds it the whole rest.
 _MAX_HIREDIS_PASSES = 4
@@ -421,6 +426,8 @@ class HiredisRequestReader(_RespParser):
         (the caller then takes the general path from the untouched bytes)."""
         # One hiredis reader serves every fast batch: it is empty again after a batch that
         # it read to the end, and dropped after any other.
+        if _BIG_COUNT_RE.search(data) is not None:
+            return None
         hr = self._fast_hr
         self._fast_hr = None
         if hr is None:
@@ -458,6 +465,11 @@ class HiredisRequestReader(_RespParser):
         buf = self._buf
         pos = self._pos
         avail = len(buf) - pos
+        big = _BIG_COUNT_RE.search(buf, pos)
+        if big is not None:  # hiredis reads up to that header, the Python rules from there
+            avail = big.start() - pos
+            if not avail:
+                return True
         hr = self._hr or hiredis.Reader()
         self._hr = None  # given back below only if it ends between two frames
         cmds: list = []

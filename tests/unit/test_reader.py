@@ -86,7 +86,7 @@ def test_make_reader_picks_implementation() -> None:
     r = make_reader(proto_max_bulk_len=1234, use_hiredis=False)
     assert r.proto_max_bulk_len == 1234
     assert make_reader().proto_max_bulk_len == 512 * 1024 * 1024
-    assert make_reader().max_multibulk_len == 1024 * 1024
+    assert make_reader().max_multibulk_len == 2**31 - 1
 
 
 def test_empty_reader(impl: type[RequestReader]) -> None:
@@ -121,11 +121,45 @@ def test_empty_and_negative_counts_are_skipped(impl: type[RequestReader]) -> Non
 
 
 def test_count_limits(impl: type[RequestReader]) -> None:
-    assert error_of(impl, b"*1048577\r\n") == INVALID_MBULK
+    assert error_of(impl, b"*2147483648\r\n") == INVALID_MBULK
     r = impl()
     r.feed(b"*1048576\r\n$1\r\na\r\n")
     assert r.get_commands() == []  # allowed, waiting for the other arguments
     assert error_of(impl, b"*4\r\n", max_multibulk_len=3) == INVALID_MBULK
+
+
+def test_hiredis_never_reads_a_big_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """hiredis allocates an array when it reads the header (16 GiB for *2147483647): such a
+    header goes to the Python rules, in one read or behind complete frames, and the frames
+    around it are still read right."""
+    fed: list[bytes] = []
+    real_reader = reader_mod.hiredis.Reader
+
+    class Recording:
+        def __init__(self) -> None:
+            self.inner = real_reader()
+
+        def feed(self, data: bytes | bytearray, start: int = 0, length: int = -1) -> None:
+            end = len(data) if length < 0 else start + length
+            fed.append(bytes(data[start:end]))
+            self.inner.feed(data, start, end - start)
+
+        def gets(self) -> object:
+            return self.inner.gets()
+
+    monkeypatch.setattr(reader_mod.hiredis, "Reader", Recording)
+    ping = b"*1\r\n$4\r\nPING\r\n"
+    payload = b"*1234567"  # inside an argument: harmless, read by the Python rules
+    echo = b"*2\r\n$4\r\nECHO\r\n$8\r\n" + payload + b"\r\n"
+    cases = [
+        (b"*2147483647\r\n$4\r\nPING\r\n", []),  # waits for the other arguments
+        (ping * 3 + b"*2000000000\r\n", [[b"PING"]] * 3),
+        (ping + echo + ping, [[b"PING"], [b"ECHO", payload], [b"PING"]]),
+    ]
+    for data, expected in cases:
+        fed.clear()
+        assert make_reader().parse(data) == expected
+        assert not any(reader_mod._BIG_COUNT_RE.search(chunk) for chunk in fed)
 
 
 @pytest.mark.parametrize(
