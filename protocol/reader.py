@@ -156,7 +156,6 @@ class _RespParser(RequestReader):
         "_mbulk",
         "_bulk",
         "_argv",
-        "_frame_bytes",
         "error",
     )
 
@@ -178,7 +177,6 @@ class _RespParser(RequestReader):
         self._mbulk = 0  # arguments still expected by the current multibulk frame
         self._bulk = -1  # length of the argument being read, -1 before its header
         self._argv: list[bytes] = []
-        self._frame_bytes = 0  # bytes of the unfinished frame already moved into _argv
         self.error: ProtocolError | None = None
 
     def feed(self, data: bytes) -> None:
@@ -186,13 +184,14 @@ class _RespParser(RequestReader):
             self._buf += data
 
     def pending_bytes(self) -> int:
-        """Bytes buffered that do not yet belong to a complete command."""
-        return len(self._buf) - self._pos + self._frame_bytes
+        """Bytes buffered and not yet read into arguments (Redis's query buffer: the arguments
+        already read from an unfinished command do not count, nor does a bulk header)."""
+        return len(self._buf) - self._pos
 
     def _fail(self, err: ProtocolError) -> None:
         self.error = err
         self._buf = bytearray()
-        self._pos = self._mbulk = self._frame_bytes = 0
+        self._pos = self._mbulk = 0
         self._bulk = -1
         self._argv = []
 
@@ -226,7 +225,7 @@ class _RespParser(RequestReader):
 
     def _parse_multibulk(self) -> list[bytes] | None:
         buf = self._buf
-        pos = start = self._pos
+        pos = self._pos
         end = len(buf)
         if not self._mbulk:
             cr = _find_cr(buf, pos)
@@ -278,9 +277,7 @@ class _RespParser(RequestReader):
         self._mbulk = mbulk
         self._bulk = bulk
         if mbulk:
-            self._frame_bytes += pos - start
             return None
-        self._frame_bytes = 0
         self._argv = []
         return argv
 

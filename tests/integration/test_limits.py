@@ -134,7 +134,11 @@ def test_query_buffer_limit(srv: ServerProcess, admin: socket.socket) -> None:
     # A command under the limit is fine...
     value = b"x" * 900_000
     assert call(sock, "XADD", "s", "1-1", "f", value) == b"1-1"
-    # ...one whose pending bytes pass it closes the connection without a reply.
+    # ...and so is a command bigger than the limit made of arguments under it: as in Redis,
+    # only the bytes not yet read into arguments count.
+    fields = [b"f1", b"a" * 600_000, b"f2", b"b" * 600_000, b"f3", b"c" * 600_000]
+    assert call(sock, "XADD", "s", "2-1", *fields) == b"2-1"
+    # One whose unread bytes pass it closes the connection without a reply.
     sock.sendall(b"*2\r\n$4\r\nECHO\r\n$3000000\r\n" + b"x" * 1_500_000)
     assert read_to_eof(sock) == b""
     assert call(admin, "PING") == b"PONG"
