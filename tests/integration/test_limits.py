@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 
@@ -144,6 +145,31 @@ def test_query_buffer_limit(srv: ServerProcess, admin: socket.socket) -> None:
     assert call(admin, "PING") == b"PONG"
     if not IS_REDIS:  # the field appeared after Redis 7.0
         assert int(info(admin, "stats")["client_query_buffer_limit_disconnections"]) >= 1
+
+
+def test_a_flooding_client_takes_turns_with_the_others(srv: ServerProcess,
+                                                      admin: socket.socket) -> None:
+    """A client that sends a million PINGs at once is read in turns with the other clients:
+    between two INFOs of another client the server runs a read or two of the flood (a 256 KiB
+    read holds 18,724 PINGs), not the up to 8 MiB libuv would read in one go."""
+    total = 1_000_000
+    flood = connect(srv.port)
+    start = int(info(admin, "stats")["total_commands_processed"])
+    sender = threading.Thread(target=flood.sendall, args=(resp("PING") * total,))
+    sender.start()
+    try:
+        seen = [0]
+        deadline = time.monotonic() + 120
+        while seen[-1] < total and time.monotonic() < deadline:
+            seen.append(int(info(admin, "stats")["total_commands_processed"]) - start)
+        gaps = [b - a for a, b in zip(seen, seen[1:], strict=False)]
+        assert seen[-1] >= total
+        # Taking turns, a gap is a read or two (unless this process stalls); reading in one
+        # go, it was the whole flood.
+        assert max(gaps) < 300_000, max(gaps)
+    finally:
+        sender.join()
+        flood.close()
 
 
 # -- client-output-buffer-limit --------------------------------------------------------------
