@@ -42,6 +42,12 @@ class FakeTransport:
     def get_write_buffer_size(self) -> int:
         return 0
 
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
     def get_extra_info(self, name: str, default: object = None) -> object:
         return ("127.0.0.1", 50000) if name in ("peername", "sockname") else default
 
