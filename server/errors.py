@@ -35,15 +35,18 @@ def wrong_arity(name: str) -> CommandError:
     return CommandError(f"ERR wrong number of arguments for '{name}' command")
 
 
-def client_text(arg: bytes, limit: int | None = None) -> str:
-    """Client bytes inside an error text, as Redis's "%s" / "%.<limit>s" print them: the raw
-    bytes (surrogateescape carries them through the encoder) up to a NUL, at most `limit`."""
+def _c_string(arg: bytes, limit: int | None = None) -> bytes:
+    """arg as C's "%s" / "%.<limit>s" print it: up to a NUL, at most `limit` bytes."""
     end = arg.find(b"\0")
     if end >= 0:
         arg = arg[:end]
-    if limit is not None:
-        arg = arg[:limit]
-    return arg.decode("utf-8", "surrogateescape")
+    return arg if limit is None else arg[:limit]
+
+
+def client_text(arg: bytes, limit: int | None = None) -> str:
+    """Client bytes inside an error text, as Redis prints them (_c_string); the raw bytes,
+    which surrogateescape carries through the reply encoder unchanged."""
+    return _c_string(arg, limit).decode("utf-8", "surrogateescape")
 
 
 def unknown_subcommand(sub: bytes, container: str) -> CommandError:
@@ -58,7 +61,7 @@ def unknown_command(argv: list[bytes]) -> CommandError:
     for arg in argv[1:]:
         if len(args) >= 128:
             break
-        args += b"'" + client_text(arg, 128 - len(args)).encode("utf-8", "surrogateescape") + b"' "
+        args += b"'" + _c_string(arg, 128 - len(args)) + b"' "
     return CommandError(f"ERR unknown command '{client_text(argv[0], 128)}', with args "
                         f"beginning with: {args.decode('utf-8', 'surrogateescape')}")
 
