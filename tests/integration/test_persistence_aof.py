@@ -309,3 +309,35 @@ def test_counters_past_llong_max_survive_rewrite_and_restart(tmp_path, preamble:
                 assert group_now[name] == group_was[name]
     finally:
         proc.stop()
+
+
+def test_rewrite_keeps_max_deleted_id_with_trimmed_pending_entries(tmp_path) -> None:
+    """A pending entry trimmed away (trims leave max-deleted-entry-id alone) and one XDELed
+    both come back pending after a command-based rewrite, and max-deleted-entry-id is what
+    it was: 0-0 after the trim alone, then the XDELed ID."""
+    workdir = str(tmp_path)
+    proc = start(workdir)
+    try:
+        r = connect(proc)
+        for i in range(1, 6):
+            r.execute_command("XADD", "s", f"{i}-0", "f", "v")
+        r.execute_command("XGROUP", "CREATE", "s", "g", "0")
+        r.execute_command("XREADGROUP", "GROUP", "g", "c", "COUNT", "4", "STREAMS", "s", ">")
+        r.execute_command("XTRIM", "s", "MAXLEN", "4")  # 1-0 goes, still pending
+        states = []
+        for step in ("trim", "xdel"):
+            if step == "xdel":
+                r.execute_command("XDEL", "s", "3-0")  # pending too
+            r.bgrewriteaof()
+            wait_idle(r)
+            before = dump_state(proc, volatile_times=False, layout=False)
+            assert r.execute_command("DEBUG", "LOADAOF") == b"OK"
+            assert dump_state(proc, volatile_times=False, layout=False) == before
+            states.append(before)
+        stream = r.execute_command("XINFO", "STREAM", "s")
+        assert stream[b"max-deleted-entry-id"] == b"3-0"
+        pending = r.xpending_range("s", "g", "-", "+", 10)
+        assert [p["message_id"] for p in pending] == [b"1-0", b"2-0", b"3-0", b"4-0"]
+        assert states[0][0][b"s"][1][b"max-deleted-entry-id"] == b"0-0"
+    finally:
+        proc.stop()
