@@ -30,7 +30,7 @@ from protocol.encoder import encode  # noqa: E402
 from storage.listpack import encode_element  # noqa: E402
 from storage.stream import Stream  # noqa: E402
 from storage.stream_id import MAX_ID, MIN_ID, format_id, incr_id  # noqa: E402
-from storage.stream_node import encode_entry  # noqa: E402
+from storage.stream_node import enc_int, encode_entry  # noqa: E402
 
 SENSOR = b"sensor %012d temp 21.5 site lab-a"
 
@@ -103,7 +103,7 @@ def bench_append(rounds: int) -> None:
 
     def enc_entry(iters: int) -> None:
         for _ in range(iters):
-            encode_entry(flist, 5, 3, True)
+            encode_entry(flist, enc_int(5), enc_int(3), True)
 
     report("encode_entry (samefields, 3 pairs)", timeit(enc_entry, 50_000, rounds))
 

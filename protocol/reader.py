@@ -81,6 +81,7 @@ _FAST_MAX = 64 * 1024
 # Canonical sizes: '$<n>\r\n' + n bytes + '\r\n' for an argument, '*<n>\r\n' for a header.
 _ITEM_SIZE = [n + 5 + len(str(n)) for n in range(8192)]
 _HEADER_SIZE = [3 + len(str(n)) for n in range(1024)]
+_JOIN = b"".join
 
 
 class RequestReader:
@@ -148,9 +149,10 @@ class _RespParser(RequestReader):
     """Buffer, state and the Python parsing rules, shared by both readers."""
 
     __slots__ = (
-        "proto_max_bulk_len",
-        "max_multibulk_len",
-        "unauthenticated",
+        "_max_bulk",
+        "_max_mbulk",
+        "_unauth",
+        "_fast_max",
         "_buf",
         "_pos",
         "_mbulk",
@@ -165,19 +167,59 @@ class _RespParser(RequestReader):
         max_multibulk_len: int = DEFAULT_MAX_MULTIBULK_LEN,
     ) -> None:
         # Both limits are read at every header, so they can be changed at run time.
-        self.proto_max_bulk_len = proto_max_bulk_len
-        self.max_multibulk_len = max_multibulk_len
+        self._max_bulk = proto_max_bulk_len
+        self._max_mbulk = max_multibulk_len
         # While True (a password is required and the client has not authenticated), frames
         # get Redis's unauthenticated limits and get_commands() returns at most one command,
         # so the server can lift the limits right after an AUTH, as Redis parses command by
         # command.
-        self.unauthenticated = False
+        self._unauth = False
         self._buf = bytearray()
         self._pos = 0  # start of the unparsed bytes in _buf
         self._mbulk = 0  # arguments still expected by the current multibulk frame
         self._bulk = -1  # length of the argument being read, -1 before its header
         self._argv: list[bytes] = []
         self.error: ProtocolError | None = None
+        self._fast_max = 0
+        self._limits_changed()
+
+    @property
+    def proto_max_bulk_len(self) -> int:
+        return self._max_bulk
+
+    @proto_max_bulk_len.setter
+    def proto_max_bulk_len(self, value: int) -> None:
+        self._max_bulk = value
+        self._limits_changed()
+
+    @property
+    def max_multibulk_len(self) -> int:
+        return self._max_mbulk
+
+    @max_multibulk_len.setter
+    def max_multibulk_len(self, value: int) -> None:
+        self._max_mbulk = value
+        self._limits_changed()
+
+    @property
+    def unauthenticated(self) -> bool:
+        return self._unauth
+
+    @unauthenticated.setter
+    def unauthenticated(self, value: bool) -> None:
+        self._unauth = value
+        self._limits_changed()
+
+    def _limits_changed(self) -> None:
+        """_fast_max: the largest read that may skip the buffer (HiredisRequestReader.parse).
+        No complete frame in n bytes can break a limit n is below: an argument is shorter
+        than n, and a frame of k arguments takes at least 6k bytes ("$0\r\n\r\n" each).
+        No read takes that path while the client must authenticate (its limits apply per
+        command) or after an error."""
+        if self._unauth or self.error is not None:
+            self._fast_max = 0
+        else:
+            self._fast_max = min(_FAST_MAX, self._max_bulk, 6 * self._max_mbulk - 1)
 
     def feed(self, data: bytes) -> None:
         if self.error is None and data:
@@ -190,6 +232,7 @@ class _RespParser(RequestReader):
 
     def _fail(self, err: ProtocolError) -> None:
         self.error = err
+        self._fast_max = 0
         self._buf = bytearray()
         self._pos = self._mbulk = 0
         self._bulk = -1
@@ -236,9 +279,9 @@ class _RespParser(RequestReader):
             if cr >= end - 1:  # Redis wants one more byte after '\r' (it never checks '\n')
                 return None
             count = _string2ll(buf, pos + 1, cr)
-            if count is None or count > self.max_multibulk_len:
+            if count is None or count > self._max_mbulk:
                 raise ProtocolError(INVALID_MULTIBULK_LEN)
-            if count > UNAUTH_MAX_MULTIBULK_LEN and self.unauthenticated:
+            if count > UNAUTH_MAX_MULTIBULK_LEN and self._unauth:
                 raise ProtocolError(UNAUTH_MULTIBULK_LEN)
             pos = cr + 2
             if count <= 0:
@@ -257,9 +300,9 @@ class _RespParser(RequestReader):
                 # Fast path for a well-formed '$<len>\r': no NUL can hide its '\r' then.
                 if digits.isdigit() and len(digits) < 21 and (digits[0] != 48 or len(digits) == 1):
                     bulk = int(digits)
-                    if bulk > self.proto_max_bulk_len:
+                    if bulk > self._max_bulk:
                         raise ProtocolError(INVALID_BULK_LEN)
-                    if bulk > UNAUTH_MAX_BULK_LEN and self.unauthenticated:
+                    if bulk > UNAUTH_MAX_BULK_LEN and self._unauth:
                         raise ProtocolError(UNAUTH_BULK_LEN)
                 else:
                     cr = self._bulk_header(pos)
@@ -297,15 +340,15 @@ class _RespParser(RequestReader):
         if buf[pos] != _DOLLAR:
             raise expected_dollar(buf[pos])
         size = _string2ll(buf, pos + 1, cr)
-        if size is None or size < 0 or size > self.proto_max_bulk_len:
+        if size is None or size < 0 or size > self._max_bulk:
             raise ProtocolError(INVALID_BULK_LEN)
-        if size > UNAUTH_MAX_BULK_LEN and self.unauthenticated:
+        if size > UNAUTH_MAX_BULK_LEN and self._unauth:
             raise ProtocolError(UNAUTH_BULK_LEN)
         return cr
 
     def _python_commands(self, out: list[list[bytes]]) -> None:
         buf = self._buf
-        one = self.unauthenticated
+        one = self._unauth
         while self._pos < len(buf):
             cmd = self._parse_frame()
             if cmd is None:
@@ -328,7 +371,7 @@ class _RespParser(RequestReader):
                 raise
         # One command a call (unauthenticated): drop the consumed bytes only once they are
         # half the buffer, or a batch of many small commands would cost quadratic copying.
-        if not self.unauthenticated or self._pos * 2 > len(self._buf):
+        if not self._unauth or self._pos * 2 > len(self._buf):
             self._compact()
         return out
 
@@ -358,10 +401,8 @@ class HiredisRequestReader(_RespParser):
 
     def parse(self, data: bytes) -> list[list[bytes]]:
         # With nothing buffered, a read of complete frames is parsed straight from `data`.
-        n = len(data)
-        if (0 < n <= _FAST_MAX and data[0] == _STAR and not self._buf and not self._mbulk
-                and self.error is None and not self.unauthenticated
-                and n <= self.proto_max_bulk_len and n < 6 * self.max_multibulk_len):
+        if (0 < len(data) <= self._fast_max and data[0] == _STAR and not self._buf
+                and not self._mbulk):
             fast = self._fast_batch(data)
             if fast is not None:
                 return fast
@@ -371,15 +412,13 @@ class HiredisRequestReader(_RespParser):
     def get_commands(self) -> list[list[bytes]]:
         if self.error is not None:
             raise self.error
-        if self.unauthenticated:  # one command at a time: the Python rules suffice
+        if self._unauth:  # one command at a time: the Python rules suffice
             self._hr = None
             return self._get_python_commands()
         buf = self._buf
         n = len(buf)
-        # No complete frame in n bytes can break a limit n is below: an argument is shorter
-        # than n, and a frame of k arguments takes at least 6k bytes ("$0\r\n\r\n" each).
-        if (not self._pos and not self._mbulk and 0 < n <= _FAST_MAX and buf[0] == _STAR
-                and n <= self.proto_max_bulk_len and n < 6 * self.max_multibulk_len):
+        if (not self._pos and not self._mbulk and 0 < n <= self._fast_max
+                and buf[0] == _STAR):
             fast = self._fast_batch(buf)
             if fast is not None:
                 buf.clear()
@@ -437,18 +476,21 @@ class HiredisRequestReader(_RespParser):
                 if type(cmd) is not list or not cmd:  # ("*0" frames: the general path)
                     return None
                 size += _HEADER_SIZE[len(cmd)]
-                for arg in cmd:  # one plain loop checks the types and sums the sizes
-                    if type(arg) is not bytes:
-                        return None
+                for arg in cmd:
                     size += _ITEM_SIZE[len(arg)]
+                # Every argument must be bytes (no nested array, integer, ...): join takes
+                # nothing else that hiredis returns, and checks them all in one C call.
+                _JOIN(cmd)
                 cmds.append(cmd)
-        except Exception:  # hiredis.ProtocolError (the Python rules give Redis's error), or
-            return None  # IndexError: a long argument, for the general path
+        except Exception:  # hiredis.ProtocolError (the Python rules give Redis's error),
+            return None  # IndexError (a long argument) or TypeError: the general path
         # A partial frame after the complete ones makes the canonical size fall short; bytes
         # that start other RESP types ('+', '=', ...) need the frames checked one by one.
         if not cmds or size != len(data):
             return None
-        if (len(data.translate(None, _SUSPECT_BYTES)) != len(data)  # 5x faster than a regex
+        # (_SUSPECT_BYTES as ints: `int in bytes` is one memchr each, faster on short data
+        # than a translate, which builds a table first, or a regex.)
+        if ((43 in data or 61 in data or 40 in data or 126 in data or 124 in data)
                 and not _all_canonical(data, 0, cmds)):
             return None
         self._fast_hr = hr
@@ -504,10 +546,10 @@ class HiredisRequestReader(_RespParser):
         if _has_suspect(buf, pos, end) and not _all_canonical(buf, pos, cmds):
             return False
         # Limits: only a large enough batch can hold an argument or a frame over a limit.
-        limit = self.proto_max_bulk_len
+        limit = self._max_bulk
         if used > limit and max(map(len, chain.from_iterable(cmds))) > limit:
             return False
-        limit = self.max_multibulk_len
+        limit = self._max_mbulk
         if used > 6 * limit and max(map(len, cmds)) > limit:
             return False
         if all(cmds):

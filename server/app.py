@@ -121,17 +121,26 @@ class Server:
         pending = self.pending_writes
         if pending:
             self.pending_writes = []
+            # Without an output limit an authenticated client's output goes straight to the
+            # transport (sink.send); the sink's write() applies the limits.
+            unlimited = self.normal_output_limit is None
+            written = 0
             for client in pending:
                 client.pending_write = False
-                if client.closed or client.sink is None:
+                sink = client.sink
+                if client.closed or sink is None:
                     continue
                 data = client.out
                 if data:
                     client.out = bytearray()
-                    self.stats.net_output_bytes += len(data)
-                    client.sink.write(data)  # type: ignore[attr-defined]
+                    written += len(data)
+                    if unlimited and client.authenticated:
+                        sink.send(data)
+                    else:
+                        sink.write(data)
                 if client.close_after_reply:
-                    client.sink.close_client()
+                    sink.close_client()
+            self.stats.net_output_bytes += written
 
     # -- running commands ---------------------------------------------------------------------
     def run_commands(self, client: Client, commands: list[list[bytes]]) -> None:

@@ -74,17 +74,20 @@ def _format_addr(peer: object) -> str:
 
 
 class Connection(asyncio.Protocol):
-    __slots__ = ("server", "transport", "client", "reader")
+    __slots__ = ("server", "transport", "client", "reader", "send")
 
     def __init__(self, server: Server) -> None:
         self.server = server
         self.transport: asyncio.Transport | None = None
         self.client: Client | None = None
+        # ClientSink.send: the transport's own write, set once connected.
+        self.send = _discard
         self.reader = make_reader(server.config["proto-max-bulk-len"], use_hiredis=_USE_HIREDIS)
 
     # -- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        self.send = transport.write  # type: ignore[attr-defined]
         server = self.server
         config = server.config
         peer = transport.get_extra_info("peername")
@@ -320,6 +323,10 @@ def _set_keepalive(transport: asyncio.BaseTransport, interval: int) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)
     except OSError:
         pass
+
+
+def _discard(data: bytearray) -> None:
+    """send() before a transport exists: nothing to write to."""
 
 
 def _error(text: str) -> object:

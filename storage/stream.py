@@ -50,6 +50,7 @@ from storage.stream_node import (
     StreamCorruption,
     StreamNode,
     check_node,
+    enc_diff,
     enc_int,
     encode_entry,
     encode_master,
@@ -84,10 +85,9 @@ MSG_ID_TOO_SMALL = (
 MSG_EXHAUSTED = "ERR The stream has exhausted the last possible ID, unable to add more items"
 MSG_TOO_LARGE = "ERR Elements are too large to be stored"
 
-_I64_MIN = -(2**63)
-_I64_MAX = 2**63 - 1
-_TWO64 = 2**64
 _M64 = UINT64_MAX
+_EOF = bytes((EOF_BYTE,))
+_ZERO_DIFF = enc_int(0)  # a node's first entry has its master's ID
 _time_ns = time.time_ns
 _unpack_key = struct.Struct(">QQ").unpack  # key_to_id without the call
 _SAMEFIELDS = bytes((FLAG_SAMEFIELDS, 1))  # the flags element
@@ -235,8 +235,7 @@ class Stream:
         ``now_ms`` defaults to the wall clock.  ``max_bytes`` /
         ``max_entries`` are stream-node-max-bytes / -entries (0 = 1 GiB / no
         limit).  Raises StreamIDError / StreamError with Redis's texts."""
-        nitems = len(fields)
-        if nitems < 2 or nitems & 1:
+        if len(fields) & 1 or not fields:
             raise ValueError("fields must be a non-empty flat list of field/value pairs")
         if id_spec is None and now_ms is None:
             # XADD *: next_id's common cases inlined (a new ms, or the next seq).
@@ -267,15 +266,13 @@ class Stream:
                 raise StreamError(MSG_TOO_LARGE)
             self._new_node(new, fields)
         else:
+            # The ID's distance from the master entry, as the int64s Redis stores; the
+            # cache holds only small ints, so a hit needs no wrap-around.
             master = self._tail_master
             ms_diff = new[0] - master[0]
-            if ms_diff > _I64_MAX:
-                ms_diff -= _TWO64
             seq_diff = new[1] - master[1]
-            if not _I64_MIN <= seq_diff <= _I64_MAX:
-                seq_diff &= _M64
-                if seq_diff > _I64_MAX:
-                    seq_diff -= _TWO64
+            ms_enc = int_cached(ms_diff) or enc_diff(ms_diff)
+            seq_enc = int_cached(seq_diff) or enc_diff(seq_diff)
             names = fields[0::2]
             if names == self._tail_names:
                 # encode_entry's SAMEFIELDS case inlined (most XADDs): flags, diffs,
@@ -284,18 +281,13 @@ class Stream:
                 encs = [*map(cached_element, values)]
                 if None in encs:  # encode the misses (encode_element caches short ones)
                     encs = encode_values(values)
-                nbody = len(encs) + 4
-                body = b"".join(
-                    [
-                        _SAMEFIELDS,
-                        int_cached(ms_diff) or enc_int(ms_diff),
-                        int_cached(seq_diff) or enc_int(seq_diff),
-                        *encs,
-                        int_cached(nbody - 1) or enc_int(nbody - 1),  # lp-count
-                    ]
-                )
+                lp_count = len(encs) + 3
+                nbody = lp_count + 1
+                body = b"".join([_SAMEFIELDS, ms_enc, seq_enc, *encs,
+                                 int_cached(lp_count) or enc_int(lp_count), _EOF])
             else:
-                body, nbody = encode_entry(fields, ms_diff, seq_diff, False)
+                body, nbody = encode_entry(fields, ms_enc, seq_enc, False)
+                body += _EOF
             count = self._tail_count + 1
             if count < 128 and buf[HEADER_SIZE] < 0x80:
                 buf[HEADER_SIZE] = count  # 7-bit uint stays 7-bit: rewrite in place
@@ -303,18 +295,14 @@ class Stream:
                 tail.replace(HEADER_SIZE, count)
             if not total % MARK_EVERY and tail.marks is not None:  # keep the marks complete
                 tail.marks += mark_bytes(len(buf) - 1 - node_layout(tail)[2])
-            # tail.append_encoded(body, nbody), inlined: the end byte goes back after the
-            # body, then the header's size and element count (a node stays far below the
-            # listpack's 4 GiB limit: MAX_NODE_BYTES).
+            # tail.append_encoded(body, nbody), inlined: the body (which ends with the end
+            # byte) replaces the end byte, then the header's size and element count (a node
+            # stays far below the listpack's 4 GiB limit: MAX_NODE_BYTES). An element count
+            # that reached NUMELE_UNKNOWN stays there, as in lpInsert.
             del buf[-1]
             buf += body
-            buf.append(EOF_BYTE)
-            nele = buf[4] | (buf[5] << 8)
-            if nele != NUMELE_UNKNOWN:
-                nele += nbody
-                if nele > NUMELE_UNKNOWN:
-                    nele = NUMELE_UNKNOWN
-            pack_header(buf, 0, len(buf), nele)
+            nele = (buf[4] | (buf[5] << 8)) + nbody
+            pack_header(buf, 0, len(buf), nele if nele < NUMELE_UNKNOWN else NUMELE_UNKNOWN)
             self._tail_count = count
             self._tail_total = total + 1
 
@@ -329,7 +317,7 @@ class Stream:
         """Start a new tail node whose master entry (and first entry) is ``new``."""
         names = fields[0::2]
         head, nhead = encode_master(names)
-        body, nbody = encode_entry(fields, 0, 0, True)
+        body, nbody = encode_entry(fields, _ZERO_DIFF, _ZERO_DIFF, True)
         lp = StreamNode(None, None, b"")  # no entry to mark yet
         lp.append_encoded(head + body, nhead + nbody)
         lp.master = master_info(names, len(head) - 4)  # minus count, deleted

@@ -43,6 +43,7 @@ __all__ = [
     "StreamNode",
     "as_bytes",
     "check_node",
+    "enc_diff",
     "encode_entry",
     "encode_master",
     "encode_values",
@@ -156,6 +157,11 @@ def wrap_i64(diff: int) -> int:
     return diff - _TWO64 if diff > _I64_MAX else diff
 
 
+def enc_diff(diff: int) -> bytes:
+    """The element of an ID part's difference from the master entry's (an int64)."""
+    return enc_int(wrap_i64(diff))
+
+
 def as_bytes(v: bytes | int) -> bytes:
     return b"%d" % v if type(v) is int else v  # type: ignore[return-value]
 
@@ -184,17 +190,17 @@ def encode_master(names: list[bytes]) -> tuple[bytes, int]:
 
 
 def encode_entry(
-    fields: list[bytes], ms_diff: int, seq_diff: int, samefields: bool
+    fields: list[bytes], ms_enc: bytes, seq_enc: bytes, samefields: bool
 ) -> tuple[bytes, int]:
-    """One entry (``fields`` flat [f1, v1, ...]): (bytes, element count)."""
+    """One entry (``fields`` flat [f1, v1, ...]) after its ID's encoded differences from
+    the master entry (enc_diff): (bytes, element count)."""
     n = len(fields) >> 1
-    ms = _int_cached(ms_diff) or enc_int(ms_diff)
-    seq = _int_cached(seq_diff) or enc_int(seq_diff)
     if samefields:
         body = encode_values(fields[1::2])
-        return b"".join([_FLAGS_SAME, ms, seq, *body, enc_int(n + 3)]), n + 4
+        return b"".join([_FLAGS_SAME, ms_enc, seq_enc, *body, enc_int(n + 3)]), n + 4
     body = encode_values(fields)
-    return b"".join([_FLAGS_NONE, ms, seq, enc_int(n), *body, enc_int(2 * n + 4)]), 2 * n + 5
+    return (b"".join([_FLAGS_NONE, ms_enc, seq_enc, enc_int(n), *body, enc_int(2 * n + 4)]),
+            2 * n + 5)
 
 
 def read_master(buf: bytes | bytearray) -> tuple[int, int, list[bytes], int]:

@@ -58,12 +58,10 @@ def xadd(client: Client, argv: list[bytes]) -> object:
             db.add(key, stream)
         elif type(stream) is not Stream:
             raise WrongTypeError()
-        if stream.last_id == MAX_ID:
-            raise CommandError(MSG_EXHAUSTED)
         server = client.server
         config = server.config.values
         fields = argv[3:]
-        try:
+        try:  # (an exhausted stream raises MSG_EXHAUSTED here)
             new_id = stream.append(fields, None, True, None, config["stream-node-max-bytes"],
                                    config["stream-node-max-entries"])
         except StreamError as exc:

@@ -221,6 +221,22 @@ def test_bulk_limit_can_change_at_run_time(impl: type[RequestReader]) -> None:
         r.get_commands()
 
 
+def test_limits_changed_at_run_time_apply_to_whole_reads(impl: type[RequestReader]) -> None:
+    # parse() reads a clean read without buffering it: new limits must reach that path too.
+    r = impl()
+    assert r.parse(enc(b"x" * 30)) == [[b"x" * 30]]
+    r.proto_max_bulk_len = 5
+    with pytest.raises(ProtocolError, match="invalid bulk length"):
+        r.parse(enc(b"z" * 6))
+    r = impl()
+    r.max_multibulk_len = 2
+    with pytest.raises(ProtocolError, match="invalid multibulk length"):
+        r.parse(enc(b"a", b"b", b"c"))
+    r = impl()
+    r.unauthenticated = True
+    assert r.parse(enc(b"AUTH", b"pw") + enc(b"PING")) == [[b"AUTH", b"pw"]]  # one a call
+
+
 def test_complete_frame_over_the_limit(impl: type[RequestReader]) -> None:
     # The whole oversized frame arrives at once: still refused, after the good ones.
     r = impl(proto_max_bulk_len=8)
@@ -261,6 +277,23 @@ def test_expected_dollar(impl: type[RequestReader], second: bytes, shown: str) -
     # '\r' and '\n' are shown as spaces, as addReplyErrorFormat does.
     err = error_of(impl, b"*2\r\n$4\r\nECHO\r\n" + second)
     assert err == f"ERR Protocol error: expected '$', got '{shown}'"
+
+
+@pytest.mark.parametrize("via_parse", [False, True])
+def test_nested_arrays_whose_sizes_add_up_are_refused(impl: type[RequestReader],
+                                                      via_parse: bool) -> None:
+    # Arguments of 0, 0 and 1 bytes take 23 bytes as one canonical frame, and so does this
+    # frame of three nested arrays: the size alone cannot tell, the argument types must.
+    data = b"*3\r\n*0\r\n*0\r\n*1\r\n$1\r\na\r\n"
+    assert len(data) == len(enc(b"", b"", b"a"))
+    r = impl()
+    with pytest.raises(ProtocolError) as ei:
+        if via_parse:
+            r.parse(data)
+        else:
+            r.feed(data)
+            r.get_commands()
+    assert str(ei.value) == "ERR Protocol error: expected '$', got '*'"
 
 
 def test_expected_dollar_non_ascii_byte(impl: type[RequestReader]) -> None:
