@@ -1,0 +1,76 @@
+"""Machine instructions per command, counted by valgrind (not a test).
+
+Time on this shared 2-core machine moves by a few percent from run to run, which hides the
+effect of most single changes. Instructions do not move: this runs the in-process harness
+(bench_inprocess.py: the real Server and Connection on fake transports) under valgrind's
+callgrind twice, once without the commands, and divides the difference by their number.
+The count covers the interpreter and every C library it calls; it is a guide to where time
+goes, not a time (a cache miss costs more than an add), so keep timing what you keep.
+
+    python bench/bench_instructions.py "XADD s * f v" [--per-read 16] [--commands 5000]
+
+Needs valgrind (Debian's package). Takes about ten seconds per thousand commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# What runs under valgrind: warm up (streams exist, caches are filled), then `count` reads.
+_DRIVER = """
+import sys
+sys.path.insert(0, {here!r})
+from bench_inprocess import encode, make_server
+server, conns = make_server(50)
+chunk = encode({argv!r}) * {per_read}
+for i in range(500 + {count}):
+    conns[i % 50].data_received(chunk)
+    if i % 50 == 49:
+        server.before_sleep()
+server.before_sleep()
+"""
+
+
+def instructions(argv: list[bytes], per_read: int, count: int) -> int:
+    script = _DRIVER.format(here=HERE, argv=argv, per_read=per_read, count=count)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "driver.py")
+        with open(path, "w") as fh:
+            fh.write(script)
+        done = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+             path],
+            capture_output=True, text=True, check=True,
+        )
+    match = re.search(r"Collected : (\d+)", done.stderr)
+    if match is None:
+        raise RuntimeError("no instruction count from valgrind:\n" + done.stderr[-2000:])
+    return int(match.group(1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("command", help='the command, split on spaces, e.g. "XADD s * f v"')
+    parser.add_argument("--per-read", type=int, default=1, help="commands per socket read")
+    parser.add_argument("--commands", type=int, default=5000, help="reads to count")
+    args = parser.parse_args()
+    if shutil.which("valgrind") is None:
+        sys.exit("valgrind is not installed (apt-get install -y valgrind)")
+    argv = [a.encode() for a in args.command.split()]
+    base = instructions(argv, args.per_read, 0)
+    total = instructions(argv, args.per_read, args.commands)
+    per_command = (total - base) / (args.commands * args.per_read)
+    print(f"{per_command:,.0f} instructions per command ({sys.version.split()[0]}, "
+          f"{sys.executable})")
+
+
+if __name__ == "__main__":
+    main()
