@@ -151,7 +151,7 @@ class _RespParser(RequestReader):
     __slots__ = (
         "_max_bulk",
         "_max_mbulk",
-        "_unauth",
+        "unauthenticated",
         "_fast_max",
         "_buf",
         "_pos",
@@ -173,7 +173,7 @@ class _RespParser(RequestReader):
         # get Redis's unauthenticated limits and get_commands() returns at most one command,
         # so the server can lift the limits right after an AUTH, as Redis parses command by
         # command.
-        self._unauth = False
+        self.unauthenticated = False
         self._buf = bytearray()
         self._pos = 0  # start of the unparsed bytes in _buf
         self._mbulk = 0  # arguments still expected by the current multibulk frame
@@ -201,22 +201,12 @@ class _RespParser(RequestReader):
         self._max_mbulk = value
         self._limits_changed()
 
-    @property
-    def unauthenticated(self) -> bool:
-        return self._unauth
-
-    @unauthenticated.setter
-    def unauthenticated(self, value: bool) -> None:
-        self._unauth = value
-        self._limits_changed()
-
     def _limits_changed(self) -> None:
         """_fast_max: the largest read that may skip the buffer (HiredisRequestReader.parse).
         No complete frame in n bytes can break a limit n is below: an argument is shorter
         than n, and a frame of k arguments takes at least 6k bytes ("$0\r\n\r\n" each).
-        No read takes that path while the client must authenticate (its limits apply per
-        command) or after an error."""
-        if self._unauth or self.error is not None:
+        No read takes that path after an error."""
+        if self.error is not None:
             self._fast_max = 0
         else:
             self._fast_max = min(_FAST_MAX, self._max_bulk, 6 * self._max_mbulk - 1)
@@ -281,7 +271,7 @@ class _RespParser(RequestReader):
             count = _string2ll(buf, pos + 1, cr)
             if count is None or count > self._max_mbulk:
                 raise ProtocolError(INVALID_MULTIBULK_LEN)
-            if count > UNAUTH_MAX_MULTIBULK_LEN and self._unauth:
+            if count > UNAUTH_MAX_MULTIBULK_LEN and self.unauthenticated:
                 raise ProtocolError(UNAUTH_MULTIBULK_LEN)
             pos = cr + 2
             if count <= 0:
@@ -302,7 +292,7 @@ class _RespParser(RequestReader):
                     bulk = int(digits)
                     if bulk > self._max_bulk:
                         raise ProtocolError(INVALID_BULK_LEN)
-                    if bulk > UNAUTH_MAX_BULK_LEN and self._unauth:
+                    if bulk > UNAUTH_MAX_BULK_LEN and self.unauthenticated:
                         raise ProtocolError(UNAUTH_BULK_LEN)
                 else:
                     cr = self._bulk_header(pos)
@@ -342,13 +332,13 @@ class _RespParser(RequestReader):
         size = _string2ll(buf, pos + 1, cr)
         if size is None or size < 0 or size > self._max_bulk:
             raise ProtocolError(INVALID_BULK_LEN)
-        if size > UNAUTH_MAX_BULK_LEN and self._unauth:
+        if size > UNAUTH_MAX_BULK_LEN and self.unauthenticated:
             raise ProtocolError(UNAUTH_BULK_LEN)
         return cr
 
     def _python_commands(self, out: list[list[bytes]]) -> None:
         buf = self._buf
-        one = self._unauth
+        one = self.unauthenticated
         while self._pos < len(buf):
             cmd = self._parse_frame()
             if cmd is None:
@@ -371,7 +361,7 @@ class _RespParser(RequestReader):
                 raise
         # One command a call (unauthenticated): drop the consumed bytes only once they are
         # half the buffer, or a batch of many small commands would cost quadratic copying.
-        if not self._unauth or self._pos * 2 > len(self._buf):
+        if not self.unauthenticated or self._pos * 2 > len(self._buf):
             self._compact()
         return out
 
@@ -402,7 +392,7 @@ class HiredisRequestReader(_RespParser):
     def parse(self, data: bytes) -> list[list[bytes]]:
         # With nothing buffered, a read of complete frames is parsed straight from `data`.
         if (0 < len(data) <= self._fast_max and data[0] == _STAR and not self._buf
-                and not self._mbulk):
+                and not self._mbulk and not self.unauthenticated):
             fast = self._fast_batch(data)
             if fast is not None:
                 return fast
@@ -412,7 +402,7 @@ class HiredisRequestReader(_RespParser):
     def get_commands(self) -> list[list[bytes]]:
         if self.error is not None:
             raise self.error
-        if self._unauth:  # one command at a time: the Python rules suffice
+        if self.unauthenticated:  # one command at a time: the Python rules suffice
             self._hr = None
             return self._get_python_commands()
         buf = self._buf
