@@ -68,9 +68,14 @@ _DOLLAR = 36
 # plain top-level list ('~', '|'); a batch holding none of them needs no per-frame check.
 _SUSPECT_BYTES = b"+=(~|"
 # hiredis allocates an array as soon as it reads its header, whatever the count (16 GiB for
-# "*2147483647"), so it never sees a count of 7 digits or more: the Python rules read those
-# frames (a payload that merely contains such bytes only costs the faster path).
-_BIG_COUNT_RE = re.compile(rb"\*[0-9]{7}")
+# "*2147483647"), and nests arrays about a thousand deep (Redis refuses any nested one): 63 KB
+# of "*999999\r\n" cost it seconds of CPU. So a header of 1000 or more reaches hiredis only
+# where it starts the bytes hiredis gets and its elements could fit in them (_hiredis_span);
+# the Python rules read the others (a payload that merely contains such bytes only costs the
+# faster path). With at most 999 slots per nested level, a nest costs hiredis no more than
+# reading the same bytes as commands would.
+_BIG_COUNT_RE = re.compile(rb"\*[0-9]{4}")
+_COUNT_LINE_RE = re.compile(rb"\*([0-9]{4,10})\r\n")  # (longer: over INT_MAX anyway)
 # hiredis passes per get_commands() call; bounds the work when hiredis keeps stopping early
 # (e.g. inline commands mixed with multibulk ones), since each pass feeds it the whole rest.
 _MAX_HIREDIS_PASSES = 4
@@ -452,7 +457,8 @@ class HiredisRequestReader(_RespParser):
         (the caller then takes the general path from the untouched bytes)."""
         # One hiredis reader serves every fast batch: it is empty again after a batch that
         # it read to the end, and dropped after any other.
-        if _BIG_COUNT_RE.search(data) is not None:
+        n = len(data)
+        if _BIG_COUNT_RE.search(data) is not None and _hiredis_span(data, 0, n) < n:
             return None
         hr = self._fast_hr
         self._fast_hr = None
@@ -472,11 +478,15 @@ class HiredisRequestReader(_RespParser):
                 # nothing else that hiredis returns, and checks them all in one C call.
                 _JOIN(cmd)
                 cmds.append(cmd)
+                if size == n:
+                    # Canonical frames (checked below) that fill the data leave hiredis
+                    # nothing more to read: no need to ask it again.
+                    break
         except Exception:  # hiredis.ProtocolError (the Python rules give Redis's error),
             return None  # IndexError (a long argument) or TypeError: the general path
         # A partial frame after the complete ones makes the canonical size fall short; bytes
         # that start other RESP types ('+', '=', ...) need the frames checked one by one.
-        if not cmds or size != len(data):
+        if size != n or not cmds:
             return None
         # (_SUSPECT_BYTES as ints: `int in bytes` is one memchr each, faster on short data
         # than a translate, which builds a table first, or a regex.)
@@ -493,12 +503,10 @@ class HiredisRequestReader(_RespParser):
         """
         buf = self._buf
         pos = self._pos
-        avail = len(buf) - pos
-        big = _BIG_COUNT_RE.search(buf, pos)
-        if big is not None:  # hiredis reads up to that header, the Python rules from there
-            avail = big.start() - pos
-            if not avail:
-                return True
+        # hiredis reads up to a big header it must not see, the Python rules from there.
+        avail = _hiredis_span(buf, pos, len(buf))
+        if not avail:
+            return True
         hr = self._hr or hiredis.Reader()
         self._hr = None  # given back below only if it ends between two frames
         cmds: list = []
@@ -550,6 +558,18 @@ class HiredisRequestReader(_RespParser):
         if used == avail and not broken:
             self._hr = hr
         return True
+
+
+def _hiredis_span(buf: bytes | bytearray, pos: int, end: int) -> int:
+    """How many bytes from pos hiredis may read: up to the first array header of 1000 or
+    more elements, except one at pos whose elements could all fit in the bytes after it
+    (at least 6 bytes each, "$0\r\n\r\n"), so that big commands keep the fast reading."""
+    big = _BIG_COUNT_RE.search(buf, pos, end)
+    if big is not None and big.start() == pos:
+        line = _COUNT_LINE_RE.match(buf, pos, end)
+        if line is not None and int(line.group(1)) * 6 <= end - line.end():
+            big = _BIG_COUNT_RE.search(buf, pos + 1, end)
+    return (end if big is None else big.start()) - pos
 
 
 def _has_suspect(buf: bytearray, pos: int, end: int) -> bool:

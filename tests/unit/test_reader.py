@@ -5,6 +5,8 @@ Expected texts and behaviours were checked against Debian's redis-server 7.0.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -129,9 +131,11 @@ def test_count_limits(impl: type[RequestReader]) -> None:
 
 
 def test_hiredis_never_reads_a_big_count(monkeypatch: pytest.MonkeyPatch) -> None:
-    """hiredis allocates an array when it reads the header (16 GiB for *2147483647): such a
-    header goes to the Python rules, in one read or behind complete frames, and the frames
-    around it are still read right."""
+    """hiredis allocates an array when it reads the header (16 GiB for *2147483647) and nests
+    arrays a thousand deep (63 KB of "*999999\r\n" took it seconds): a header of 1000 or
+    more reaches hiredis only at the start of what it is fed, with room for its elements
+    (big commands keep the fast reading); the Python rules read the others, and the frames
+    around them are still read right."""
     fed: list[bytes] = []
     real_reader = reader_mod.hiredis.Reader
 
@@ -151,15 +155,29 @@ def test_hiredis_never_reads_a_big_count(monkeypatch: pytest.MonkeyPatch) -> Non
     ping = b"*1\r\n$4\r\nPING\r\n"
     payload = b"*1234567"  # inside an argument: harmless, read by the Python rules
     echo = b"*2\r\n$4\r\nECHO\r\n$8\r\n" + payload + b"\r\n"
+    many = [b"XACK", b"s", b"g"] + [b"%d-0" % i for i in range(1, 998)]  # 1000 arguments
     cases = [
         (b"*2147483647\r\n$4\r\nPING\r\n", []),  # waits for the other arguments
         (ping * 3 + b"*2000000000\r\n", [[b"PING"]] * 3),
         (ping + echo + ping, [[b"PING"], [b"ECHO", payload], [b"PING"]]),
+        (ping + enc(*many) + ping, [[b"PING"], many, [b"PING"]]),
+        (enc(*many) + ping, [many, [b"PING"]]),
     ]
+    big_header = re.compile(rb"\*([0-9]{4,})")
+
+    def safe(chunk: bytes) -> bool:
+        return all(m.start() == 0 and int(m.group(1)) * 6 <= len(chunk)
+                   for m in big_header.finditer(chunk))
+
     for data, expected in cases:
         fed.clear()
         assert make_reader().parse(data) == expected
-        assert not any(reader_mod._BIG_COUNT_RE.search(chunk) for chunk in fed)
+        assert all(map(safe, fed))
+    assert fed[0].startswith(b"*1000\r\n")  # the last case's big frame: hiredis read it
+    fed.clear()
+    with pytest.raises(ProtocolError, match="expected '\\$', got '\\*'"):
+        make_reader().parse(b"*999999\r\n" * 7000)
+    assert all(map(safe, fed))
 
 
 @pytest.mark.parametrize(
