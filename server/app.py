@@ -148,7 +148,6 @@ class Server:
         if client.pending_cmds or client.blocked is not None:
             client.pending_cmds.extend(commands)
             return
-        stats = self.stats
         done = 0
         try:
             for argv in commands:
@@ -166,7 +165,6 @@ class Server:
                 if client.close_after_reply:
                     return
         finally:
-            stats.total_commands_processed += done
             if client.out and not client.pending_write:
                 client.pending_write = True
                 self.pending_writes.append(client)

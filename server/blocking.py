@@ -110,10 +110,13 @@ class Blocking:
         return state
 
     def unblock(self, client: Client, reply: Any) -> None:
-        """Stop waiting and answer reply (timeout, CLIENT UNBLOCK, error)."""
+        """Stop waiting and answer reply (timeout, CLIENT UNBLOCK, error). The command
+        completes here, so it counts as processed now (Redis's updateStatsOnUnblock)."""
         state = self._detach(client)
         if state is None:
             return
+        state.spec.calls += 1
+        self.server.stats.total_commands_processed += 1
         if state.timer is not None:
             state.timer.cancel()
         client.blocked = None

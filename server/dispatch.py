@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from protocol.encoder import ErrorReply, Raw
+from server.blocking import BlockRequest
 from server.errors import OOM_TEXT, CommandError, unknown_command, unknown_subcommand, wrong_arity
 
 if TYPE_CHECKING:
@@ -61,6 +62,10 @@ class CommandSpec:
     failed_calls: int = 0
     is_write: bool = False
     denyoom: bool = False
+    may_refuse: bool = False  # is_write or denyoom: OOM / MISCONF may refuse it
+
+    def __post_init__(self) -> None:
+        self.may_refuse = self.is_write or self.denyoom
 
     @property
     def fullname(self) -> str:
@@ -220,9 +225,13 @@ def _reject(client: Client, argv: list[bytes], text: str) -> ErrorReply:
 
 
 def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
-    """Run a looked-up command: limit checks, the handler, statistics, MONITOR feed."""
+    """Run a looked-up command: limit checks, the handler, statistics, MONITOR feed.
+
+    As in Redis 8, a command counts as processed (total_commands_processed, its calls) once
+    it completes: not when it blocks, but when it is served, times out or is unblocked
+    (Blocking.unblock counts those); rejected commands never count."""
     server = client.server
-    if spec.is_write or spec.denyoom:
+    if spec.may_refuse:
         # Server.refuse_reason, inlined: OOM, then the registered checks (MISCONF).
         if server.maxmemory and spec.denyoom and server.over_maxmemory():
             return _refused(server, spec, OOM_TEXT)
@@ -249,8 +258,10 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
     if server.monitors and client.blocked is None and "admin" not in spec.flags:
         server.feed_monitors(client, argv)
     elapsed_us = (_now_ns() - start) // 1000
-    spec.calls += 1
     spec.usec += elapsed_us
+    if type(reply) is not BlockRequest or client.in_exec:  # (EXEC answers it at once)
+        spec.calls += 1
+        server.stats.total_commands_processed += 1
     if elapsed_us >= server.slowlog_threshold >= 0:
         server.slowlog_add(client, spec, argv, elapsed_us)
     return reply

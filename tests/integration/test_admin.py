@@ -184,6 +184,42 @@ def test_rejections_in_commandstats_and_errorstats(c: Conn) -> None:
     assert errors == {"errorstat_ERR": "count=2", "errorstat_EXECABORT": "count=1"}
 
 
+def test_commands_count_once_they_complete(srv: ServerProcess) -> None:
+    """total_commands_processed and a command's calls count what ran to the end: rejected
+    commands do not count, a blocked XREAD counts once whether it is served or times out, and
+    a command queued in MULTI counts when EXEC runs it."""
+    c, served, timed_out = Conn(srv), Conn(srv), Conn(srv)
+    try:
+        c.call("CONFIG", "RESETSTAT")
+        c.call("DEL", "cnt:a")
+        assert c.call("NOSUCH").startswith(b"-ERR unknown command")
+        assert c.call("XLEN") == arity("xlen")
+        served.sock.sendall(encode("XREAD", "BLOCK", "0", "STREAMS", "cnt:a", "$"))
+        timed_out.sock.sendall(encode("XREAD", "BLOCK", "50", "STREAMS", "cnt:b", "$"))
+        deadline = time.monotonic() + 5
+        while b"blocked_clients:2" not in c.call("INFO", "clients"):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        c.call("XADD", "cnt:a", "*", "f", "v")
+        assert served.read().startswith(b"*1\r\n")
+        assert timed_out.read() == b"*-1\r\n"
+        assert c.call("MULTI") == b"+OK\r\n"
+        assert c.call("XLEN", "cnt:a") == b"+QUEUED\r\n"
+        assert c.call("EXEC") == b"*1\r\n:1\r\n"
+        fields = info_fields(c.call("INFO", "commandstats"))
+        assert fields["cmdstat_xread"].startswith("calls=2,")
+        assert fields["cmdstat_xlen"].startswith("calls=1,")
+        # CONFIG RESETSTAT (counted once it ran), DEL, XREAD x2, XADD, the INFO polls,
+        # MULTI, XLEN, EXEC, INFO commandstats.
+        stats = info_fields(c.call("INFO", "stats"))
+        counted = int(stats["total_commands_processed"])
+        polls = int(fields["cmdstat_info"].split(",")[0].removeprefix("calls="))
+        assert counted == 2 + 2 + 1 + polls + 3 + 1
+    finally:
+        for conn in (c, served, timed_out):
+            conn.close()
+
+
 def test_client_list_cmd_is_the_command_looked_up(srv: ServerProcess) -> None:
     """CLIENT LIST's cmd= is set when the command is looked up, before any check: NULL for an
     unknown command or subcommand, the command for an arity error or a command queued in
