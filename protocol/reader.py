@@ -158,6 +158,7 @@ class _RespParser(RequestReader):
         "_max_mbulk",
         "unauthenticated",
         "_fast_max",
+        "_direct_max",
         "_buf",
         "_pos",
         "_mbulk",
@@ -186,6 +187,7 @@ class _RespParser(RequestReader):
         self._argv: list[bytes] = []
         self.error: ProtocolError | None = None
         self._fast_max = 0
+        self._direct_max = 0
         self._limits_changed()
 
     @property
@@ -215,10 +217,18 @@ class _RespParser(RequestReader):
             self._fast_max = 0
         else:
             self._fast_max = min(_FAST_MAX, self._max_bulk, 6 * self._max_mbulk - 1)
+        self._idle_check()
+
+    def _idle_check(self) -> None:
+        """_direct_max: _fast_max while a read may be parsed without the buffer (nothing
+        buffered, no frame in progress, no error), else 0, so that parse() needs one test
+        for all of them. Called wherever one of them changes."""
+        self._direct_max = 0 if self._buf or self._mbulk else self._fast_max
 
     def feed(self, data: bytes) -> None:
         if self.error is None and data:
             self._buf += data
+            self._direct_max = 0
 
     def pending_bytes(self) -> int:
         """Bytes buffered and not yet read into arguments (Redis's query buffer: the arguments
@@ -227,7 +237,7 @@ class _RespParser(RequestReader):
 
     def _fail(self, err: ProtocolError) -> None:
         self.error = err
-        self._fast_max = 0
+        self._fast_max = self._direct_max = 0
         self._buf = bytearray()
         self._pos = self._mbulk = 0
         self._bulk = -1
@@ -368,6 +378,7 @@ class _RespParser(RequestReader):
         # half the buffer, or a batch of many small commands would cost quadratic copying.
         if not self.unauthenticated or self._pos * 2 > len(self._buf):
             self._compact()
+        self._idle_check()
         return out
 
 
@@ -396,8 +407,7 @@ class HiredisRequestReader(_RespParser):
 
     def parse(self, data: bytes) -> list[list[bytes]]:
         # With nothing buffered, a read of complete frames is parsed straight from `data`.
-        if (0 < len(data) <= self._fast_max and data[0] == _STAR and not self._buf
-                and not self._mbulk and not self.unauthenticated):
+        if 0 < len(data) <= self._direct_max and data[0] == _STAR and not self.unauthenticated:
             fast = self._fast_batch(data)
             if fast is not None:
                 return fast
@@ -417,6 +427,7 @@ class HiredisRequestReader(_RespParser):
             fast = self._fast_batch(buf)
             if fast is not None:
                 buf.clear()
+                self._idle_check()
                 return fast
         out: list[list[bytes]] = []
         passes = 0
@@ -448,6 +459,7 @@ class HiredisRequestReader(_RespParser):
             if not out:
                 raise
         self._compact()
+        self._idle_check()
         return out
 
     def _fast_batch(self, data: bytes | bytearray) -> list[list[bytes]] | None:
