@@ -62,12 +62,13 @@ def pin_cpus() -> bool:
 class FloorServer:
     """bench/floor_server.py on a free port: the least a uvloop + hiredis server spends."""
 
-    def __init__(self) -> None:
+    def __init__(self, append: bool = False) -> None:
         from tests.helpers import free_port
 
         self.port = free_port()
         script = Path(__file__).resolve().parent / "floor_server.py"
-        self.proc = subprocess.Popen([sys.executable, str(script), str(self.port)])
+        self.proc = subprocess.Popen([sys.executable, str(script), str(self.port),
+                                      *(["--append"] if append else [])])
         deadline = time.monotonic() + 15
         while True:  # it answers anything with a constant, so a connection is enough
             try:

@@ -1,18 +1,28 @@
 """The floor for a Python server: uvloop + hiredis, answering every command with a constant.
 
-    python bench/floor_server.py PORT
+    python bench/floor_server.py PORT            # the floor: parse, answer a constant
+    python bench/floor_server.py PORT --append   # ... and append every XADD to a real Stream
 
-Issue #9 quotes this as the least CPU per command a Python server can spend (it does no
-dispatch, keeps no data): `bench/run.py --floor` measures it beside ours and Redis's.
+Issue #9 quotes the first as the least CPU per command a Python server can spend (it does no
+dispatch, keeps no data): `bench/run.py --only floor` measures it beside ours and Redis's.
+With --append each `XADD key * field value ...` goes into one storage.stream.Stream (the
+listpack append our server does) and is answered with the new ID, still with no dispatch,
+checks or statistics: the least a Python server built on this storage spends per XADD
+(`bench/run.py --only floor_append`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 
 import hiredis
 import uvloop
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from storage.stream import Stream  # noqa: E402
 
 # A stream ID, as XADD answers; PING's +PONG costs the same to write.
 REPLY = b"$15\r\n1700000000000-0\r\n"
@@ -36,13 +46,31 @@ class FloorProtocol(asyncio.Protocol):
             self.transport.write(REPLY * count)  # type: ignore[union-attr]
 
 
-async def main(port: int) -> None:
+class AppendFloorProtocol(FloorProtocol):
+    stream = Stream()  # one stream for every connection, as the benchmark's one key
+
+    def data_received(self, data: bytes) -> None:
+        reader = self.reader
+        reader.feed(data)
+        out = []
+        while (argv := reader.gets()) is not False:
+            if len(argv) >= 5 and argv[2] == b"*":  # XADD key * field value ...
+                new_id = b"%d-%d" % self.stream.append(argv[3:], None, True, None, 4096, 100)
+                out.append(b"$%d\r\n%s\r\n" % (len(new_id), new_id))
+            else:  # redis-benchmark's CONFIG GET at start
+                out.append(b"*0\r\n")
+        if out:
+            self.transport.write(b"".join(out))  # type: ignore[union-attr]
+
+
+async def main(port: int, protocol: type[FloorProtocol]) -> None:
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(FloorProtocol, "127.0.0.1", port, reuse_address=True)
+    server = await loop.create_server(protocol, "127.0.0.1", port, reuse_address=True)
     async with server:
         await server.serve_forever()
 
 
 if __name__ == "__main__":
     uvloop.install()
-    asyncio.run(main(int(sys.argv[1])))
+    asyncio.run(main(int(sys.argv[1]),
+                     AppendFloorProtocol if "--append" in sys.argv[2:] else FloorProtocol))

@@ -72,14 +72,14 @@ SHARES = 10
 
 def cpu_case(load: Callable[[int, int], int], total: int,
              setup: Callable[[int], None] | None = None,
-             ours_args: list[str] | None = None, floor: bool = False) -> dict[str, float]:
+             ours_args: list[str] | None = None, floor: str = "") -> dict[str, float]:
     """Run setup on each server, then `load(port, share)` in SHARES turns per server;
     load returns the number of units (commands, entries) it did. Microseconds per unit.
-    With floor, bench/floor_server.py stands in for ours."""
+    With floor ("constant" or "append"), bench/floor_server.py stands in for ours."""
     ours, ref = start_pair(ours_args)
     if floor:
         ours.stop()
-        ours = FloorServer()  # type: ignore[assignment]
+        ours = FloorServer(append=floor == "append")  # type: ignore[assignment]
     try:
         servers = [("redis", ref), ("ours", ours)]
         if setup is not None:
@@ -108,14 +108,15 @@ def case_xadd(n: int, pipeline: int) -> dict[str, float]:
     return cpu_case(load, n)
 
 
-def case_floor(n: int) -> dict[str, float]:
+def case_floor(n: int, kind: str = "constant") -> dict[str, float]:
     """Issue #9's floor: a uvloop + hiredis server that answers every command with a
-    constant, under the unpipelined XADD load ("ours" is that server here)."""
+    constant, under the unpipelined XADD load ("ours" is that server here). With kind
+    "append" it also appends each XADD to a real Stream and answers its ID."""
     def load(port: int, share: int) -> int:
         redis_benchmark(port, ["-c", "50", "-n", str(share), "XADD", "bench:s", "*", "f", "v"])
         return share
 
-    return cpu_case(load, n, floor=True)
+    return cpu_case(load, n, floor=kind)
 
 
 def case_ping(n: int) -> dict[str, float]:
@@ -240,6 +241,8 @@ def main() -> None:
     cases: list[tuple[str, str, str, Callable[[], dict[str, float]]]] = [
         ("floor", "Floor: a do-nothing uvloop + hiredis server, unpipelined XADD load", "-",
          lambda: case_floor(20_000 if q else 200_000)),
+        ("floor_append", "Floor + Stream.append: the floor server appending each XADD to a "
+         "real stream", "-", lambda: case_floor(20_000 if q else 200_000, "append")),
         ("ping", "PING, 50 clients, no pipelining (reference: the work every read pays)", "-",
          lambda: case_ping(20_000 if q else 200_000)),
         ("xadd", "XADD s * f v, 50 clients, no pipelining", "<= 1.5",
