@@ -188,7 +188,7 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("auto-aof-rewrite-min-size", 64 * 1024**2, _mem_range(0, _MAX)),
     OptionSpec("aof-load-truncated", True, parse_bool),
     OptionSpec("appenddirname", "appendonlydir", _string, mutable=False),
-    OptionSpec("aof-use-rdb-preamble", False, parse_bool),
+    OptionSpec("aof-use-rdb-preamble", True, parse_bool),  # Redis's default since 5.0
     OptionSpec("rdb-key-save-delay", 0, _int_range(-(2**31), 2**31 - 1)),
     OptionSpec("save", [(3600, 1), (300, 100), (60, 10000)], _save_rules, render=_render_save),
     OptionSpec("dbfilename", "dump.xsnap", _string),

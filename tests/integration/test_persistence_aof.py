@@ -62,7 +62,7 @@ def test_replay_rebuilds_the_same_streams_groups_and_pels(tmp_path, seed: int) -
 
 def test_rewrite_then_restart_gives_the_same_data(tmp_path) -> None:
     workdir = str(tmp_path)
-    proc = start(workdir)
+    proc = start(workdir, "--aof-use-rdb-preamble", "no")  # the command-based base
     try:
         History(5).run(proc, 600)
         r = connect(proc)
@@ -90,11 +90,13 @@ def test_rewrite_then_restart_gives_the_same_data(tmp_path) -> None:
 
 
 def test_rewrite_with_snapshot_base_keeps_everything_exactly(tmp_path) -> None:
+    """The default base (aof-use-rdb-preamble yes, as in Redis) is a snapshot."""
     workdir = str(tmp_path)
-    proc = start(workdir, "--aof-use-rdb-preamble", "yes")
+    proc = start(workdir)
     try:
         History(9).run(proc, 500)
         r = connect(proc)
+        assert r.config_get("aof-use-rdb-preamble") == {"aof-use-rdb-preamble": "yes"}
         r.bgrewriteaof()
         wait_idle(r)
         base = _read(os.path.join(_aof_dir(workdir), "appendonly.aof.2.base.aof"))

@@ -319,9 +319,12 @@ def test_unknown_command_in_the_file_stops_the_start(tmp_path) -> None:
     assert "Unknown command 'NOTACMD'" in out and f"offset {size}" in out
 
 
-def test_truncated_base_is_not_tolerated(tmp_path) -> None:
+@pytest.mark.parametrize("preamble", ["no", "yes"])
+def test_truncated_base_is_not_tolerated(tmp_path, preamble: str) -> None:
+    """Only the last file may end short; a damaged base stops the start, whether it holds
+    commands or a snapshot (aof-use-rdb-preamble)."""
     workdir = str(tmp_path)
-    proc = start(workdir)
+    proc = start(workdir, "--aof-use-rdb-preamble", preamble)
     try:
         r = connect(proc)
         r.set("a", "1")
@@ -337,7 +340,8 @@ def test_truncated_base_is_not_tolerated(tmp_path) -> None:
         fh.write(data[:-3])
     code, out = _run_to_exit(workdir)
     assert code == 1
-    assert "appendonly.aof.2.base.aof" in out and "only the last file" in out
+    reason = "only the last file" if preamble == "no" else "checksum mismatch"
+    assert "appendonly.aof.2.base.aof" in out and reason in out
 
 
 def test_missing_file_listed_in_the_manifest(tmp_path) -> None:
