@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from server.persistence.aof import AofWriter
@@ -38,24 +39,18 @@ class PersistenceError(Exception):
     """A persistence command refused; str() is the reply text."""
 
 
-class _Feed:
-    """The propagate hook: a callable with begin/end_transaction for MULTI/EXEC wrapping."""
+def _make_feed(p: Persistence) -> Callable[[int, list[bytes]], None]:
+    """The propagate hook: the command goes to the AOF writer (not while loading the files).
+    It carries begin/end_transaction for EXEC's MULTI/EXEC wrapping. A plain function, as
+    it runs for every write command: an object's __call__ costs twice a function call."""
 
-    __slots__ = ("p",)
-
-    def __init__(self, p: Persistence) -> None:
-        self.p = p
-
-    def __call__(self, db: int, argv: list[bytes]) -> None:
-        p = self.p
+    def feed(db: int, argv: list[bytes]) -> None:
         if not p.server.loading:
             p.writer.feed(db, argv)
 
-    def begin_transaction(self) -> None:
-        self.p.writer.begin_transaction()
-
-    def end_transaction(self) -> None:
-        self.p.writer.end_transaction()
+    feed.begin_transaction = lambda: p.writer.begin_transaction()  # type: ignore[attr-defined]
+    feed.end_transaction = lambda: p.writer.end_transaction()  # type: ignore[attr-defined]
+    return feed
 
 
 def _register(hooks: list[Any], hook: Any, on: bool) -> None:
@@ -78,7 +73,7 @@ class Persistence:
         self.loader = Loader(self)
         self._aof_state = OFF
         self._last_bgsave_ok = True
-        self._feed = _Feed(self)
+        self._feed = _make_feed(self)
         self._feeding = False
         self.child: Child | None = None
         self.child_killed = False
@@ -245,7 +240,7 @@ class Persistence:
     def refuse(self, client: Client, spec: CommandSpec) -> str | None:
         if not spec.is_write or self.server.loading:
             return None
-        if self.last_bgsave_ok and self.writer.error is None:  # misconf() is None, inlined
+        if self._last_bgsave_ok and self.writer.error is None:  # misconf() is None, inlined
             if self._feeding:
                 self.batch_writers.add(client)
             return None
