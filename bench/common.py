@@ -86,10 +86,13 @@ class FloorServer:
         self.proc.wait()
 
 
-def start_pair(ours_args: list[str] | None = None) -> tuple[ServerProcess, ServerProcess]:
-    """Our server and Debian's redis-server, both without persistence, for the same load."""
-    ours = ServerProcess("xstreamd", ["--appendonly", "no", "--save", "", *(ours_args or [])])
-    ref = ServerProcess("redis")
+def start_pair(ours_args: list[str] | None = None,
+               both_args: list[str] | None = None) -> tuple[ServerProcess, ServerProcess]:
+    """Our server and Debian's redis-server, both without persistence unless both_args
+    (options given to both, after the defaults) turn it on, for the same load."""
+    ours = ServerProcess("xstreamd", ["--appendonly", "no", "--save", "", *(ours_args or []),
+                                      *(both_args or [])])
+    ref = ServerProcess("redis", list(both_args or []))
     pair = ours.start(), ref.start()
     if SERVER_CPUS is not None:
         for proc in pair:

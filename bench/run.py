@@ -72,11 +72,12 @@ SHARES = 10
 
 def cpu_case(load: Callable[[int, int], int], total: int,
              setup: Callable[[int], None] | None = None,
-             ours_args: list[str] | None = None, floor: str = "") -> dict[str, float]:
+             ours_args: list[str] | None = None, floor: str = "",
+             both_args: list[str] | None = None) -> dict[str, float]:
     """Run setup on each server, then `load(port, share)` in SHARES turns per server;
     load returns the number of units (commands, entries) it did. Microseconds per unit.
     With floor ("constant" or "append"), bench/floor_server.py stands in for ours."""
-    ours, ref = start_pair(ours_args)
+    ours, ref = start_pair(ours_args, both_args)
     if floor:
         ours.stop()
         ours = FloorServer(append=floor == "append")  # type: ignore[assignment]
@@ -99,13 +100,17 @@ def cpu_case(load: Callable[[int, int], int], total: int,
         ref.stop()
 
 
-def case_xadd(n: int, pipeline: int) -> dict[str, float]:
+def case_xadd(n: int, pipeline: int, both_args: list[str] | None = None) -> dict[str, float]:
     def load(port: int, share: int) -> int:
         redis_benchmark(port, ["-c", "50", "-n", str(share), "-P", str(pipeline),
                                "XADD", "bench:s", "*", "f", "v"])
         return share
 
-    return cpu_case(load, n)
+    return cpu_case(load, n, both_args=both_args)
+
+
+# Both servers as users run them by default: the append-only file on, fsynced every second.
+AOF_ON = ["--appendonly", "yes", "--appendfsync", "everysec"]
 
 
 def case_floor(n: int, kind: str = "constant") -> dict[str, float]:
@@ -249,6 +254,8 @@ def main() -> None:
          lambda: case_xadd(20_000 if q else 200_000, 1)),
         ("xadd_p16", "XADD s * f v, 50 clients, pipeline 16", "<= 4",
          lambda: case_xadd(50_000 if q else 800_000, 16)),
+        ("xadd_aof", "XADD s * f v, 50 clients, no pipelining, appendonly yes (both)", "-",
+         lambda: case_xadd(20_000 if q else 200_000, 1, AOF_ON)),
         ("xrange", "XRANGE s - + COUNT 10 on a 1,000,000-entry stream", "<= 4",
          lambda: case_xrange(10_000 if q else 100_000, 50_000 if q else 1_000_000)),
         ("xreadgroup", "XREADGROUP COUNT 10 then XACK of those 10 (per entry)", "<= 4",
