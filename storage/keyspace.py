@@ -97,10 +97,24 @@ class _ScanIndex:
     def merge_pending(self, live: dict[bytes, object]) -> None:
         if not self.pending:
             return
-        new = sorted((scan_hash(k), k) for k in set(self.pending) if k in live)
+        hashes, keys = self.hashes, self.keys
+        new = []
+        for key in set(self.pending):
+            if key not in live:
+                continue
+            # A key deleted and added again is still in the index: never list it twice.
+            h = scan_hash(key)
+            i = bisect_left(hashes, h)
+            while i < len(hashes) and hashes[i] == h:
+                if keys[i] == key:
+                    break
+                i += 1
+            else:
+                new.append((h, key))
         self.pending = []
         if not new:
             return
+        new.sort()
         # Two sorted runs: timsort merges them in linear time.
         pairs = sorted([*zip(self.hashes, self.keys, strict=True), *new])
         self.hashes = [h for h, _ in pairs]

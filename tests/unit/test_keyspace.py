@@ -257,6 +257,37 @@ def test_scan_guarantee_under_changes(initial: set[bytes], steps: list[tuple[boo
     assert always <= seen <= ever
 
 
+def test_scan_lists_a_deleted_and_recreated_key_once() -> None:
+    db, _ = make_db()
+    db.set(b"k", StringValue(b"v"))
+    assert db.scan(0, 10, None, None) == (0, [b"k"])  # builds the index
+    for _ in range(50):
+        db.delete(b"k")
+        db.set(b"k", StringValue(b"v"))
+        db.scan(0, 10, None, None)
+    assert db.scan(0, 10, None, None) == (0, [b"k"])
+
+
+@settings(max_examples=80, deadline=None)
+@given(steps=st.lists(st.tuples(st.sampled_from(["add", "del", "scan"]),
+                                st.binary(min_size=1, max_size=2)), max_size=80),
+       count=st.integers(min_value=1, max_value=8))
+def test_scan_after_any_changes_lists_every_key_exactly_once(
+        steps: list[tuple[str, bytes]], count: int) -> None:
+    """Whatever was added, deleted and scanned before, a full iteration with no changes
+    during it returns each live key once."""
+    db, _ = make_db()
+    for action, key in steps:
+        if action == "add":
+            db.set(key, StringValue(b"v"))
+        elif action == "del":
+            db.delete(key)
+        else:
+            db.scan(0, count, None, None)
+    listed = scan_all(db, count=count)
+    assert sorted(listed) == sorted(db.data)
+
+
 # -- glob ---------------------------------------------------------------------------------------
 def reference_match(p: bytes, s: bytes) -> bool:
     """A direct recursive reading of Redis's stringmatchlen, as an oracle. Its loop runs
