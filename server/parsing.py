@@ -30,6 +30,18 @@ def parse_int(arg: bytes, error: str = NOT_INTEGER) -> int:
     return int(arg)
 
 
+INT_OUT_OF_RANGE = "ERR value is out of range, value must between -2147483648 and 2147483647"
+
+
+def parse_c_int(arg: bytes, error: str | None = None) -> int:
+    """getIntFromObjectOrReply: an int64 that fits a C int. Without `error`, Redis's two
+    texts (not an integer / out of range); with it, that text for both."""
+    value = parse_int(arg, error or NOT_INTEGER)
+    if not -(2**31) <= value < 2**31:
+        raise CommandError(error or INT_OUT_OF_RANGE)
+    return value
+
+
 _C_SPACE = b" \t\n\v\f\r"
 
 

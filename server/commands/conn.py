@@ -9,7 +9,7 @@ from server.app import VERSION
 from server.client import Client
 from server.dispatch import command
 from server.errors import DB_INDEX_OUT_OF_RANGE, SYNTAX, CommandError, client_text, wrong_arity
-from server.parsing import eq, parse_int
+from server.parsing import eq, parse_c_int, parse_int
 
 PONG = Raw(b"+PONG\r\n")
 WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
@@ -126,7 +126,7 @@ def hello(client: Client, argv: list[bytes]) -> object:
 @command("select", 2, "loading stale fast", categories="@fast @connection",
          summary="Changes the selected database.", group="connection")
 def select(client: Client, argv: list[bytes]) -> object:
-    index = parse_int(argv[1])
+    index = parse_c_int(argv[1])
     dbs = client.server.dbs
     if index < 0 or index >= len(dbs):
         raise CommandError(DB_INDEX_OUT_OF_RANGE)

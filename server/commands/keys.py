@@ -6,7 +6,7 @@ from protocol.encoder import OK, SimpleString
 from server.client import Client
 from server.dispatch import command, container
 from server.errors import DB_INDEX_OUT_OF_RANGE, NO_SUCH_KEY, SYNTAX, CommandError
-from server.parsing import INT64_MAX, INT64_MIN, eq, parse_int, string2ull
+from server.parsing import INT64_MAX, INT64_MIN, eq, parse_c_int, parse_int, string2ull
 from storage.keyspace import Database, type_name
 from storage.keyspace import object_encoding as encoding_of
 
@@ -336,23 +336,21 @@ def flushall(client: Client, argv: list[bytes]) -> object:
     return OK
 
 
-def _db_index(client: Client, raw: bytes, error: str) -> int:
-    try:
-        index = parse_int(raw)
-    except CommandError:
-        raise CommandError(error) from None
+def _db_at(client: Client, index: int) -> Database:
+    """selectDb's range check, after the index was parsed as a C int."""
     if index < 0 or index >= len(client.server.dbs):
         raise CommandError(DB_INDEX_OUT_OF_RANGE)
-    return index
+    return client.server.dbs[index]
 
 
 @command("swapdb", 3, "write fast", categories=f"{_KS} @write @fast @dangerous",
          summary="Swaps two Redis databases.", since="4.0.0", group="server")
 def swapdb(client: Client, argv: list[bytes]) -> object:
-    first = _db_index(client, argv[1], "ERR invalid first DB index")
-    second = _db_index(client, argv[2], "ERR invalid second DB index")
+    # Both indexes are parsed before either is range-checked, as swapdbCommand does.
+    first = parse_c_int(argv[1], "ERR invalid first DB index")
+    second = parse_c_int(argv[2], "ERR invalid second DB index")
     server = client.server
-    a, b = server.dbs[first], server.dbs[second]
+    a, b = _db_at(client, first), _db_at(client, second)
     if a is not b:
         touch_watched_in_db(client, a, b)
         touch_watched_in_db(client, b, a)
@@ -367,9 +365,8 @@ def swapdb(client: Client, argv: list[bytes]) -> object:
 @command("move", 3, "write fast", keys=(1, 1, 1), categories=f"{_KS} @write @fast",
          summary="Moves a key to another database.")
 def move(client: Client, argv: list[bytes]) -> object:
-    target_index = _db_index(client, argv[2], "ERR value is not an integer or out of range")
     src = client.db
-    dst = client.server.dbs[target_index]
+    dst = _db_at(client, parse_c_int(argv[2]))
     if src is dst:
         raise CommandError("ERR source and destination objects are the same")
     key = argv[1]

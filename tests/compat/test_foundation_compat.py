@@ -145,6 +145,19 @@ SCRIPTS: dict[str, list[tuple[str, ...]]] = {
         ("SET", "", "e"), ("SET", "k", "v"), ("KEYS", "*"), ("KEYS", "**"), ("KEYS", "?*"),
         ("KEYS", ""), ("SCAN", "+0", "MATCH", "nomatch*"), ("SCAN", "-0", "MATCH", "nomatch*"),
         ("SCAN", "18446744073709551616"), ("SCAN", "0x1"),
+        # DB indexes are C ints: the int range is checked before the DB range; SWAPDB parses
+        # both indexes first and has its own texts.
+        ("SELECT", "2147483648"), ("SELECT", "-2147483649"), ("SELECT", "99"),
+        ("SELECT", "x"), ("MOVE", "k", "2147483648"), ("MOVE", "k", "-1"),
+        ("MOVE", "k", "9223372036854775807"), ("SWAPDB", "0", "2147483648"),
+        ("SWAPDB", "2147483648", "0"), ("SWAPDB", "99", "abc"), ("SWAPDB", "-1", "abc"),
+        ("SWAPDB", "-1", "0"), ("SWAPDB", "0", "-1"),
+    ],
+    "scan_recreated_key": [
+        # A key deleted and created again (or renamed back) is listed once.
+        ("SET", "k", "v"), ("SCAN", "0"), ("DEL", "k"), ("SET", "k", "v"), ("SCAN", "0"),
+        ("RENAME", "k", "j"), ("SCAN", "0"), ("RENAME", "j", "k"), ("SCAN", "0"),
+        ("DEL", "k"), ("XADD", "k", "1-1", "f", "v"), ("SCAN", "0"), ("SCAN", "0", "TYPE", "stream"),
     ],
     "expire": [
         ("SET", "k", "v"), ("TTL", "k"), ("PTTL", "nope"), ("TTL", "nope"),
