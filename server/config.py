@@ -12,24 +12,28 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from server.parsing import is_canonical_int
+
 
 class ConfigError(ValueError):
     """A bad option name or value; the message is user-facing."""
 
 
+_ULLONG_MAX = 2**64 - 1
 _MEMORY_UNITS = {
     "": 1, "b": 1, "k": 1000, "kb": 1024, "m": 1000**2, "mb": 1024**2, "g": 1000**3, "gb": 1024**3,
 }
 
 
 def parse_memory(text: str) -> int:
-    """Redis memtoull: '1gb', '512mb', '100k', '42'."""
-    low = text.strip().lower()
-    digits = low.rstrip("bkmg")
-    unit = low[len(digits):]
-    if unit not in _MEMORY_UNITS or not digits.isdigit():
+    """Redis's memtoull: ASCII digits, then an optional unit (b, k, kb, m, mb, g, gb, in any
+    case); no sign, no spaces; no digits at all reads as 0. Values wrap at 2^64 as in C."""
+    digits = text[: len(text) - len(text.lstrip("0123456789"))]
+    unit = text[len(digits):].lower()
+    if unit not in _MEMORY_UNITS or len(digits) >= 128:
         raise ConfigError("argument must be a memory value")
-    return int(digits) * _MEMORY_UNITS[unit]
+    value = min(int(digits), _ULLONG_MAX) if digits else 0  # strtoull saturates
+    return value * _MEMORY_UNITS[unit] & _ULLONG_MAX
 
 
 def parse_bool(text: str) -> bool:
@@ -43,10 +47,10 @@ def parse_bool(text: str) -> bool:
 
 def _int_range(lo: int, hi: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError as exc:
-            raise ConfigError("argument couldn't be parsed into an integer") from exc
+        # string2ll's rules, as Redis's numericParseString: no '+', spaces or leading zeros.
+        if not (text.isascii() and is_canonical_int(text.encode())):
+            raise ConfigError("argument couldn't be parsed into an integer")
+        value = int(text)
         if not lo <= value <= hi:
             raise ConfigError(f"argument must be between {lo} and {hi} inclusive")
         return value
@@ -173,7 +177,7 @@ OPTIONS: list[OptionSpec] = [
         _client_output_buffer_limit,
         render=_render_obl,
     ),
-    OptionSpec("maxmemory", 0, _mem_range(0, _MAX)),
+    OptionSpec("maxmemory", 0, _mem_range(0, _ULLONG_MAX)),
     OptionSpec(
         "maxmemory-policy", "noeviction",
         _enum("volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru",

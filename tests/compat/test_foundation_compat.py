@@ -153,11 +153,31 @@ SCRIPTS: dict[str, list[tuple[str, ...]]] = {
         ("SWAPDB", "2147483648", "0"), ("SWAPDB", "99", "abc"), ("SWAPDB", "-1", "abc"),
         ("SWAPDB", "-1", "0"), ("SWAPDB", "0", "-1"),
     ],
+    "config_numbers": [
+        # Integers as string2ll reads them; memory values as memtoull (no spaces or sign; no
+        # digits at all is 0; up to 2^64 - 1 for maxmemory).
+        ("CONFIG", "SET", "hz", "+5"), ("CONFIG", "SET", "hz", "05"),
+        ("CONFIG", "SET", "hz", " 5"), ("CONFIG", "SET", "hz", "5 "),
+        ("CONFIG", "SET", "hz", "-0"), ("CONFIG", "SET", "hz", "-05"),
+        ("CONFIG", "SET", "hz", "18446744073709551615"), ("CONFIG", "SET", "hz", "20"),
+        ("CONFIG", "GET", "hz"), ("CONFIG", "SET", "hz", "10"),
+        ("CONFIG", "SET", "stream-node-max-bytes", " 5"),
+        ("CONFIG", "SET", "stream-node-max-bytes", "5 "),
+        ("CONFIG", "SET", "stream-node-max-bytes", "+5"),
+        ("CONFIG", "SET", "stream-node-max-bytes", "-5"),
+        ("CONFIG", "SET", "stream-node-max-bytes", ""), ("CONFIG", "GET", "stream-node-max-bytes"),
+        ("CONFIG", "SET", "stream-node-max-bytes", "4KB"),
+        ("CONFIG", "GET", "stream-node-max-bytes"),
+        ("CONFIG", "SET", "stream-node-max-bytes", "4096"),
+        ("CONFIG", "SET", "maxmemory", "18446744073709551615"), ("CONFIG", "GET", "maxmemory"),
+        ("CONFIG", "SET", "maxmemory", "0"),
+    ],
     "scan_recreated_key": [
         # A key deleted and created again (or renamed back) is listed once.
         ("SET", "k", "v"), ("SCAN", "0"), ("DEL", "k"), ("SET", "k", "v"), ("SCAN", "0"),
         ("RENAME", "k", "j"), ("SCAN", "0"), ("RENAME", "j", "k"), ("SCAN", "0"),
-        ("DEL", "k"), ("XADD", "k", "1-1", "f", "v"), ("SCAN", "0"), ("SCAN", "0", "TYPE", "stream"),
+        ("DEL", "k"), ("XADD", "k", "1-1", "f", "v"), ("SCAN", "0"),
+        ("SCAN", "0", "TYPE", "stream"),
     ],
     "expire": [
         ("SET", "k", "v"), ("TTL", "k"), ("PTTL", "nope"), ("TTL", "nope"),

@@ -20,13 +20,16 @@ from server.config import (
 @pytest.mark.parametrize(
     ("text", "value"),
     [("0", 0), ("42", 42), ("1k", 1000), ("1kb", 1024), ("2mb", 2 * 1024**2), ("2m", 2 * 10**6),
-     ("1gb", 1024**3), ("1g", 10**9), ("1GB", 1024**3), ("5b", 5), ("5B", 5)],
+     ("1gb", 1024**3), ("1g", 10**9), ("1GB", 1024**3), ("5b", 5), ("5B", 5),
+     # memtoull reads no digits as 0, saturates at 2^64 - 1 and wraps past it when scaled.
+     ("", 0), ("mb", 0), ("18446744073709551616", 2**64 - 1),
+     ("18446744073709551615kb", (2**64 - 1) * 1024 % 2**64)],
 )
 def test_parse_memory_units(text: str, value: int) -> None:
     assert parse_memory(text) == value
 
 
-@pytest.mark.parametrize("text", ["", "x", "1tb", "-1", "1.5mb", "mb", "1 mb"])
+@pytest.mark.parametrize("text", ["x", "1tb", "-1", "+1", " 1", "1 ", "1.5mb", "1 mb", "\u0661"])
 def test_parse_memory_rejects(text: str) -> None:
     with pytest.raises(ConfigError, match="argument must be a memory value"):
         parse_memory(text)
