@@ -150,6 +150,7 @@ DOCS: dict[str, Doc] = {
         "key#0...", keys=_keys("RM delete; index 1; range -1 1 0"), tips=_MULTI_SUM),
     # server
     "acl": Doc(_SUBCOMMANDS),
+    "acl|help": Doc(_O1),
     "acl|users": Doc("O(N). Where N is the number of configured users."),
     "acl|whoami": Doc(_O1),
     "bgrewriteaof": Doc(_O1),
@@ -198,6 +199,7 @@ DOCS: dict[str, Doc] = {
                 tips=f"{_NONDET} request_policy:all_shards response_policy:special"),
     "lastsave": Doc(_O1, tips=_NONDET),
     "memory": Doc(_SUBCOMMANDS),
+    "memory|help": Doc(_O1),
     "memory|usage": Doc("O(N) where N is the number of samples.", "key#0 [SAMPLES count:integer]",
                         keys=_keys("RO" + _GROUP_KEY)),
     "monitor": Doc(),

@@ -281,9 +281,28 @@ def acl_users(client: Client, argv: list[bytes]) -> object:
     return [b"default"]
 
 
+@command("acl|help", 2, "noscript loading stale", categories="@slow", since="6.0.0",
+         group="server")
+def acl_help(client: Client, argv: list[bytes]) -> object:
+    return help_reply("ACL", [  # the subcommands implemented, in Redis's words
+        "USERS", "    List all the registered usernames.",
+        "WHOAMI", "    Return the current connection username.",
+    ])
+
+
 # -- MEMORY ----------------------------------------------------------------------------------
 container("memory", -2, summary="A container for memory diagnostics commands.", since="4.0.0",
           group="server")
+
+
+@command("memory|help", 2, "loading stale", categories="@slow", since="4.0.0",
+         group="server")
+def memory_help(client: Client, argv: list[bytes]) -> object:
+    return help_reply("MEMORY", [  # the subcommands implemented, in Redis's words
+        "USAGE <key> [SAMPLES <count>]",
+        "    Return memory in bytes used by <key> and its value. Nested values are",
+        "    sampled up to <count> times (default: 5, 0 means sample all).",
+    ])
 
 
 @command("memory|usage", -3, "readonly", keys=(2, 2, 1), categories="@read @slow",

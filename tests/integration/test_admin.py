@@ -530,3 +530,21 @@ def test_shutdown_nosave_stops_the_server() -> None:
         assert proc.proc.wait(timeout=15) == 0
     finally:
         proc.stop()
+
+
+@ours_only
+@pytest.mark.parametrize("container", ["ACL", "MEMORY", "OBJECT", "CONFIG", "CLIENT", "COMMAND",
+                                       "SLOWLOG", "XINFO", "XGROUP"])
+def test_every_help_exists_and_names_only_real_subcommands(c: Conn, container: str) -> None:
+    """Every container's unknown-subcommand error says 'Try <CONTAINER> HELP.': that HELP
+    answers, in addReplyHelp's shape, and each subcommand it names is one we have."""
+    reply = c.call(container, "HELP")
+    lines = [line[1:].decode() for line in reply.split(b"\r\n")[1:] if line.startswith(b"+")]
+    assert lines[0] == f"{container} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    assert lines[-2:] == ["HELP", "    Prints this help."]
+    names = [line.split()[0].split("|")[0] for line in lines[1:-2]
+             if not line.startswith((" ", "("))]  # ("(no subcommand)": COMMAND alone)
+    assert names
+    for name in names:
+        answer = c.call(container, name)
+        assert b"unknown subcommand" not in answer, (container, name, answer)
