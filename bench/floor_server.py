@@ -47,20 +47,40 @@ class FloorProtocol(asyncio.Protocol):
 
 
 class AppendFloorProtocol(FloorProtocol):
+    """Replies are written once per event-loop iteration, as our server's before-sleep pass
+    does (writing each read's replies at once lets clients answer sooner, so fewer requests
+    arrive per wake-up and the CPU per request rises: measured 10-19% for our server)."""
+
     stream = Stream()  # one stream for every connection, as the benchmark's one key
+    pending: list[AppendFloorProtocol] = []  # protocols with replies to write
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.out: list[bytes] = []
 
     def data_received(self, data: bytes) -> None:
         reader = self.reader
         reader.feed(data)
-        out = []
+        out = self.out
+        had_output = bool(out)
         while (argv := reader.gets()) is not False:
             if len(argv) >= 5 and argv[2] == b"*":  # XADD key * field value ...
                 new_id = b"%d-%d" % self.stream.append(argv[3:], None, True, None, 4096, 100)
                 out.append(b"$%d\r\n%s\r\n" % (len(new_id), new_id))
             else:  # redis-benchmark's CONFIG GET at start
                 out.append(b"*0\r\n")
-        if out:
-            self.transport.write(b"".join(out))  # type: ignore[union-attr]
+        if out and not had_output:
+            pending = AppendFloorProtocol.pending
+            if not pending:
+                asyncio.get_running_loop().call_soon(AppendFloorProtocol.write_pending)
+            pending.append(self)
+
+    @staticmethod
+    def write_pending() -> None:
+        pending, AppendFloorProtocol.pending = AppendFloorProtocol.pending, []
+        for protocol in pending:
+            protocol.transport.write(b"".join(protocol.out))  # type: ignore[union-attr]
+            protocol.out = []
 
 
 async def main(port: int, protocol: type[FloorProtocol]) -> None:
