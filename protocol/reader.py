@@ -217,9 +217,9 @@ class _RespParser(RequestReader):
             self._fast_max = 0
         else:
             self._fast_max = min(_FAST_MAX, self._max_bulk, 6 * self._max_mbulk - 1)
-        self._idle_check()
+        self._refresh_direct_max()
 
-    def _idle_check(self) -> None:
+    def _refresh_direct_max(self) -> None:
         """_direct_max: _fast_max while a read may be parsed without the buffer (nothing
         buffered, no frame in progress, no error), else 0, so that parse() needs one test
         for all of them. Called wherever one of them changes."""
@@ -378,7 +378,7 @@ class _RespParser(RequestReader):
         # half the buffer, or a batch of many small commands would cost quadratic copying.
         if not self.unauthenticated or self._pos * 2 > len(self._buf):
             self._compact()
-        self._idle_check()
+        self._refresh_direct_max()
         return out
 
 
@@ -427,7 +427,7 @@ class HiredisRequestReader(_RespParser):
             fast = self._fast_batch(buf)
             if fast is not None:
                 buf.clear()
-                self._idle_check()
+                self._refresh_direct_max()
                 return fast
         out: list[list[bytes]] = []
         passes = 0
@@ -459,7 +459,7 @@ class HiredisRequestReader(_RespParser):
             if not out:
                 raise
         self._compact()
-        self._idle_check()
+        self._refresh_direct_max()
         return out
 
     def _fast_batch(self, data: bytes | bytearray) -> list[list[bytes]] | None:
