@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO
 
-from server.persistence.aof import encode_command
+from protocol.encoder import encode_command
 from server.persistence.group_rewrite import group_commands, pending_deleted_ids
 from storage.keyspace import Database, StringValue
 from storage.stream import Stream

@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from protocol.encoder import encode_command
 from server.persistence import aof as aof_mod
-from server.persistence.aof import AofWriter, encode_command
+from server.persistence.aof import AofWriter
 from server.persistence.aof_load import AofFormatError, AofTruncated, iter_commands
 from server.persistence.manifest import Manifest, ManifestError
 
@@ -34,26 +35,6 @@ class FsyncCounter:
     def __call__(self, fd: int) -> None:
         self.calls += 1
         os.fsync(fd)
-
-
-def test_encode_command_is_resp_array_of_bulk_strings() -> None:
-    assert encode_command([b"SET", b"k", b""]) == b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n"
-    assert encode_command([b"X", b"a\r\nb"]) == b"*2\r\n$1\r\nX\r\n$4\r\na\r\nb\r\n"
-
-
-def test_encode_command_past_the_tables_and_other_argument_types() -> None:
-    """Arguments longer than the precomputed "$<len>" lines, commands longer than the "*<n>"
-    ones, and bytes-like or str/int arguments all give the canonical encoding."""
-    def canonical(argv: list[bytes]) -> bytes:
-        return b"*%d\r\n" % len(argv) + b"".join(b"$%d\r\n%b\r\n" % (len(a), a) for a in argv)
-
-    long_arg = bytes(range(256)) * 40  # 10,240 bytes
-    assert encode_command([b"SET", b"k", long_arg]) == canonical([b"SET", b"k", long_arg])
-    many = [b"XADD", b"s", b"1-1", *(b"f%d" % i for i in range(2000))]
-    assert encode_command(many) == canonical(many)
-    assert encode_command([b"SET", bytearray(b"k"), memoryview(b"v")]) == canonical(
-        [b"SET", b"k", b"v"])
-    assert encode_command([b"SELECT", "3", 7]) == canonical([b"SELECT", b"3", b"7"])  # type: ignore[list-item]
 
 
 def test_select_is_inserted_when_the_database_changes(tmp_path) -> None:

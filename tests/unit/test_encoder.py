@@ -25,6 +25,7 @@ from protocol.encoder import (
     SimpleString,
     Verbatim,
     encode,
+    encode_command,
     encode_into,
     format_double,
 )
@@ -361,3 +362,24 @@ def test_integers_outside_int64_are_replied_as_a_long_long(value: int, expected:
         reader = hiredis.Reader()
         reader.feed(expected)
         assert -(2**63) <= reader.gets() < 2**63
+
+
+# -- commands (RESP arrays of bulk strings: requests, the AOF) ---------------------------------
+def test_encode_command_is_resp_array_of_bulk_strings() -> None:
+    assert encode_command([b"SET", b"k", b""]) == b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n"
+    assert encode_command([b"X", b"a\r\nb"]) == b"*2\r\n$1\r\nX\r\n$4\r\na\r\nb\r\n"
+
+
+def test_encode_command_past_the_tables_and_other_argument_types() -> None:
+    """Arguments longer than the precomputed "$<len>" lines, commands longer than the "*<n>"
+    ones, and bytes-like or str/int arguments all give the canonical encoding."""
+    def canonical(argv: list[bytes]) -> bytes:
+        return b"*%d\r\n" % len(argv) + b"".join(b"$%d\r\n%b\r\n" % (len(a), a) for a in argv)
+
+    long_arg = bytes(range(256)) * 40  # 10,240 bytes
+    assert encode_command([b"SET", b"k", long_arg]) == canonical([b"SET", b"k", long_arg])
+    many = [b"XADD", b"s", b"1-1", *(b"f%d" % i for i in range(2000))]
+    assert encode_command(many) == canonical(many)
+    assert encode_command([b"SET", bytearray(b"k"), memoryview(b"v")]) == canonical(
+        [b"SET", b"k", b"v"])
+    assert encode_command([b"SELECT", "3", 7]) == canonical([b"SELECT", b"3", b"7"])  # type: ignore[list-item]
