@@ -121,6 +121,7 @@ SCRIPTS: dict[str, list[tuple[str, ...]]] = {
         ("CLIENT", "LIST", "ID", "99999"), ("CLIENT", "NO-EVICT", "on"),
         ("CLIENT", "NO-EVICT", "x"), ("CLIENT", "NO-EVICT", "off"), ("CLIENT", "UNBLOCK", "x"),
         ("CLIENT", "UNBLOCK", "99999"), ("ACL", "WHOAMI"), ("ACL", "NOPE"),
+        ("ACL", "HELP", "x"), ("MEMORY", "HELP", "x"), ("MEMORY", "NOPE"), ("ACL",),
         ("CLIENT", "KILL", "USER", "nouser"),
         ("CLIENT", "KILL", "USER", "default", "SKIPME", "yes"),
         # Client bytes in error texts: raw, up to a NUL, cut at 128 bytes.
