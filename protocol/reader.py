@@ -80,7 +80,7 @@ _COUNT_LINE_RE = re.compile(rb"\*([0-9]{4,10})\r\n")  # (longer: over INT_MAX an
 # (e.g. inline commands mixed with multibulk ones), since each pass feeds it the whole rest.
 _MAX_HIREDIS_PASSES = 4
 _HIREDIS_WINDOW = 64 * 1024
-# Buffers up to this size that hold only complete canonical frames take _fast_batch: far below
+# Buffers up to this size that hold only complete canonical frames take direct(): far below
 # every limit (the smallest proto-max-bulk-len is 1 MiB; 1M arguments need 4 MiB).
 _FAST_MAX = 64 * 1024
 # Canonical sizes: '$<n>\r\n' + n bytes + '\r\n' for an argument, '*<n>\r\n' for a header.
@@ -108,6 +108,16 @@ class RequestReader:
         """feed(data) then get_commands(), in one call (a reader may skip the buffering)."""
         self.feed(data)
         return self.get_commands()
+
+    # The longest read direct() may take now: 0 while it takes none (something is buffered,
+    # a frame is unfinished, the reader failed or is unauthenticated, or it cannot at all).
+    direct_max: int
+
+    def direct(self, data: bytes) -> list[list[bytes]] | None:
+        """What parse(data) returns, when data (at most direct_max bytes, not empty) holds
+        only complete commands and reading it needs none of the buffer's rules; None (and
+        nothing changed) otherwise, and the caller then uses parse()."""
+        return None
 
     def pending_bytes(self) -> int:
         raise NotImplementedError
@@ -156,9 +166,9 @@ class _RespParser(RequestReader):
     __slots__ = (
         "_max_bulk",
         "_max_mbulk",
-        "unauthenticated",
+        "_unauthenticated",
         "_fast_max",
-        "_direct_max",
+        "direct_max",
         "_buf",
         "_pos",
         "_mbulk",
@@ -179,7 +189,7 @@ class _RespParser(RequestReader):
         # get Redis's unauthenticated limits and get_commands() returns at most one command,
         # so the server can lift the limits right after an AUTH, as Redis parses command by
         # command.
-        self.unauthenticated = False
+        self._unauthenticated = False
         self._buf = bytearray()
         self._pos = 0  # start of the unparsed bytes in _buf
         self._mbulk = 0  # arguments still expected by the current multibulk frame
@@ -187,7 +197,7 @@ class _RespParser(RequestReader):
         self._argv: list[bytes] = []
         self.error: ProtocolError | None = None
         self._fast_max = 0
-        self._direct_max = 0
+        self.direct_max = 0
         self._limits_changed()
 
     @property
@@ -198,6 +208,15 @@ class _RespParser(RequestReader):
     def proto_max_bulk_len(self, value: int) -> None:
         self._max_bulk = value
         self._limits_changed()
+
+    @property
+    def unauthenticated(self) -> bool:
+        return self._unauthenticated
+
+    @unauthenticated.setter
+    def unauthenticated(self, value: bool) -> None:
+        self._unauthenticated = value
+        self._refresh_direct_max()
 
     @property
     def max_multibulk_len(self) -> int:
@@ -220,15 +239,16 @@ class _RespParser(RequestReader):
         self._refresh_direct_max()
 
     def _refresh_direct_max(self) -> None:
-        """_direct_max: _fast_max while a read may be parsed without the buffer (nothing
-        buffered, no frame in progress, no error), else 0, so that parse() needs one test
-        for all of them. Called wherever one of them changes."""
-        self._direct_max = 0 if self._buf or self._mbulk else self._fast_max
+        """direct_max: _fast_max while a read may be parsed without the buffer (nothing
+        buffered, no frame in progress, no error, authenticated), else 0, so that a caller
+        needs one test for all of them. Called wherever one of them changes."""
+        self.direct_max = (0 if self._buf or self._mbulk or self._unauthenticated
+                           else self._fast_max)
 
     def feed(self, data: bytes) -> None:
         if self.error is None and data:
             self._buf += data
-            self._direct_max = 0
+            self.direct_max = 0
 
     def pending_bytes(self) -> int:
         """Bytes buffered and not yet read into arguments (Redis's query buffer: the arguments
@@ -237,7 +257,7 @@ class _RespParser(RequestReader):
 
     def _fail(self, err: ProtocolError) -> None:
         self.error = err
-        self._fast_max = self._direct_max = 0
+        self._fast_max = self.direct_max = 0
         self._buf = bytearray()
         self._pos = self._mbulk = 0
         self._bulk = -1
@@ -286,7 +306,7 @@ class _RespParser(RequestReader):
             count = _string2ll(buf, pos + 1, cr)
             if count is None or count > self._max_mbulk:
                 raise ProtocolError(INVALID_MULTIBULK_LEN)
-            if count > UNAUTH_MAX_MULTIBULK_LEN and self.unauthenticated:
+            if count > UNAUTH_MAX_MULTIBULK_LEN and self._unauthenticated:
                 raise ProtocolError(UNAUTH_MULTIBULK_LEN)
             pos = cr + 2
             if count <= 0:
@@ -307,7 +327,7 @@ class _RespParser(RequestReader):
                     bulk = int(digits)
                     if bulk > self._max_bulk:
                         raise ProtocolError(INVALID_BULK_LEN)
-                    if bulk > UNAUTH_MAX_BULK_LEN and self.unauthenticated:
+                    if bulk > UNAUTH_MAX_BULK_LEN and self._unauthenticated:
                         raise ProtocolError(UNAUTH_BULK_LEN)
                 else:
                     cr = self._bulk_header(pos)
@@ -347,13 +367,13 @@ class _RespParser(RequestReader):
         size = _string2ll(buf, pos + 1, cr)
         if size is None or size < 0 or size > self._max_bulk:
             raise ProtocolError(INVALID_BULK_LEN)
-        if size > UNAUTH_MAX_BULK_LEN and self.unauthenticated:
+        if size > UNAUTH_MAX_BULK_LEN and self._unauthenticated:
             raise ProtocolError(UNAUTH_BULK_LEN)
         return cr
 
     def _python_commands(self, out: list[list[bytes]]) -> None:
         buf = self._buf
-        one = self.unauthenticated
+        one = self._unauthenticated
         while self._pos < len(buf):
             cmd = self._parse_frame()
             if cmd is None:
@@ -376,7 +396,7 @@ class _RespParser(RequestReader):
                 raise
         # One command a call (unauthenticated): drop the consumed bytes only once they are
         # half the buffer, or a batch of many small commands would cost quadratic copying.
-        if not self.unauthenticated or self._pos * 2 > len(self._buf):
+        if not self._unauthenticated or self._pos * 2 > len(self._buf):
             self._compact()
         self._refresh_direct_max()
         return out
@@ -386,6 +406,9 @@ class PythonRequestReader(_RespParser):
     """Pure-Python reader."""
 
     __slots__ = ()
+
+    def _refresh_direct_max(self) -> None:
+        self.direct_max = 0  # every read goes through the buffer
 
     def get_commands(self) -> list[list[bytes]]:
         return self._get_python_commands()
@@ -403,12 +426,12 @@ class HiredisRequestReader(_RespParser):
     ) -> None:
         super().__init__(proto_max_bulk_len, max_multibulk_len)
         self._hr: hiredis.Reader | None = None  # kept only while it holds no partial reply
-        self._fast_hr: hiredis.Reader | None = None  # _fast_batch's reader, always empty
+        self._fast_hr = hiredis.Reader()  # direct()'s reader, empty between calls
 
     def parse(self, data: bytes) -> list[list[bytes]]:
         # With nothing buffered, a read of complete frames is parsed straight from `data`.
-        if 0 < len(data) <= self._direct_max and data[0] == _STAR and not self.unauthenticated:
-            fast = self._fast_batch(data)
+        if 0 < len(data) <= self.direct_max:
+            fast = self.direct(data)
             if fast is not None:
                 return fast
         self.feed(data)
@@ -417,14 +440,14 @@ class HiredisRequestReader(_RespParser):
     def get_commands(self) -> list[list[bytes]]:
         if self.error is not None:
             raise self.error
-        if self.unauthenticated:  # one command at a time: the Python rules suffice
+        if self._unauthenticated:  # one command at a time: the Python rules suffice
             self._hr = None
             return self._get_python_commands()
         buf = self._buf
         n = len(buf)
         if (not self._pos and not self._mbulk and 0 < n <= self._fast_max
                 and buf[0] == _STAR):
-            fast = self._fast_batch(buf)
+            fast = self.direct(buf)
             if fast is not None:
                 buf.clear()
                 self._refresh_direct_max()
@@ -462,51 +485,50 @@ class HiredisRequestReader(_RespParser):
         self._refresh_direct_max()
         return out
 
-    def _fast_batch(self, data: bytes | bytearray) -> list[list[bytes]] | None:
+    def direct(self, data: bytes | bytearray) -> list[list[bytes]] | None:
         """The common case in few operations: a small buffer holding only complete, canonical
         multibulk frames (one read of unpipelined or lightly pipelined commands). Too small for
         any limit to matter. Reads `data` without keeping it; None when anything is unusual
         (the caller then takes the general path from the untouched bytes)."""
-        # One hiredis reader serves every fast batch: it is empty again after a batch that
-        # it read to the end, and dropped after any other.
+        if data[0] != _STAR:
+            return None
         n = len(data)
         if _BIG_COUNT_RE.search(data) is not None and _hiredis_span(data, 0, n) < n:
             return None
         hr = self._fast_hr
-        self._fast_hr = None
-        if hr is None:
-            hr = hiredis.Reader()
         hr.feed(data)
         cmds = []
-        size = 0  # what the frames take when written canonically
+        # The frames' canonical size counting one length digit per argument: exact when every
+        # argument is shorter than 10 bytes, less otherwise. Canonical frames that hiredis read
+        # take no more than the data, so reaching its size proves they fill it.
+        size = 0
         try:
             while (cmd := hr.gets()) is not False:
                 if type(cmd) is not list or not cmd:  # ("*0" frames: the general path)
-                    return None
-                size += _HEADER_SIZE[len(cmd)]
-                for arg in cmd:
-                    size += _ITEM_SIZE[len(arg)]
+                    return self._drop_direct_reader()
                 # Every argument must be bytes (no nested array, integer, ...): join takes
                 # nothing else that hiredis returns, and checks them all in one C call.
-                _JOIN(cmd)
+                k = len(cmd)
+                size += _HEADER_SIZE[k] + 6 * k + len(_JOIN(cmd))
                 cmds.append(cmd)
                 if size == n:
-                    # Canonical frames (checked below) that fill the data leave hiredis
-                    # nothing more to read: no need to ask it again.
-                    break
+                    break  # (hiredis has nothing more to read then)
         except Exception:  # hiredis.ProtocolError (the Python rules give Redis's error),
-            return None  # IndexError (a long argument) or TypeError: the general path
+            # IndexError (1024 arguments or more) or TypeError: the general path
+            return self._drop_direct_reader()
         # A partial frame after the complete ones makes the canonical size fall short; bytes
         # that start other RESP types ('+', '=', ...) need the frames checked one by one.
-        if size != n or not cmds:
-            return None
         # (_SUSPECT_BYTES as ints: `int in bytes` is one memchr each, faster on short data
         # than a translate, which builds a table first, or a regex.)
-        if ((43 in data or 61 in data or 40 in data or 126 in data or 124 in data)
-                and not _all_canonical(data, 0, cmds)):
-            return None
-        self._fast_hr = hr
+        if ((size != n and (not cmds or _canonical_size(cmds) != n))
+                or ((43 in data or 61 in data or 40 in data or 126 in data or 124 in data)
+                    and not _all_canonical(data, 0, cmds))):
+            return self._drop_direct_reader()
         return cmds
+
+    def _drop_direct_reader(self) -> None:
+        """After a direct() batch it did not take: its hiredis reader may hold part of it."""
+        self._fast_hr = hiredis.Reader()
 
     def _hiredis_pass(self, out: list[list[bytes]]) -> bool:
         """Let hiredis read complete frames from _pos; append them to out, advance _pos.

@@ -16,7 +16,7 @@ from protocol.encoder import encode_into
 from server.blocking import Blocking, BlockRequest
 from server.client import Client
 from server.config import Config
-from server.dispatch import CommandSpec, execute, lookup
+from server.dispatch import CommandSpec, lookup, run_commands
 from server.errors import OOM_TEXT
 from server.log import Logger
 from server.stats import Stats
@@ -100,8 +100,13 @@ class Server:
     def write_reply(self, client: Client, value: Any) -> None:
         encode_into(client.out, value, client.protocol)
         if not client.pending_write:
-            client.pending_write = True
-            self.pending_writes.append(client)
+            self.queue_write(client)
+
+    def queue_write(self, client: Client) -> None:
+        """The client has output: the before-sleep pass writes it (once per batch)."""
+        client.pending_write = True
+        self.pending_writes.append(client)
+        if not self._before_sleep_scheduled:
             self.schedule_before_sleep()
 
     def schedule_before_sleep(self) -> None:
@@ -143,35 +148,9 @@ class Server:
             self.stats.net_output_bytes += written
 
     # -- running commands ---------------------------------------------------------------------
-    def run_commands(self, client: Client, commands: list[list[bytes]]) -> None:
-        """Run commands in order until one blocks; the rest wait in client.pending_cmds."""
-        if client.pending_cmds or client.blocked is not None:
-            client.pending_cmds.extend(commands)
-            return
-        done = 0
-        try:
-            for argv in commands:
-                reply = execute(client, argv)
-                done += 1
-                if type(reply) is BlockRequest:
-                    self._block_or_answer(client, reply, argv)
-                    if client.blocked is not None:
-                        client.pending_cmds.extend(commands[done:])
-                        return
-                else:
-                    # Inlined write_reply: encode now, queue the client once for the batch.
-                    # (client.protocol is read per reply: HELLO 3 may switch it mid-batch.)
-                    encode_into(client.out, reply, client.protocol)
-                if client.close_after_reply:
-                    return
-        finally:
-            if client.out and not client.pending_write:
-                client.pending_write = True
-                self.pending_writes.append(client)
-                if not self._before_sleep_scheduled:
-                    self.schedule_before_sleep()
-
-    def _block_or_answer(self, client: Client, request: BlockRequest, argv: list[bytes]) -> None:
+    def block_or_answer(self, client: Client, request: BlockRequest, argv: list[bytes]) -> None:
+        """A command asked to wait: block the client (not inside EXEC, which answers at once
+        with the command's timeout reply)."""
         if client.in_exec:
             self.write_reply(client, request.timeout_reply)
             return
@@ -182,7 +161,7 @@ class Server:
         if client.pending_cmds and client.blocked is None and not client.closed:
             commands = client.pending_cmds
             client.pending_cmds = []
-            self.loop.call_soon(self.run_commands, client, commands)
+            self.loop.call_soon(run_commands, client, commands)
 
     # -- keyspace signals ---------------------------------------------------------------------
     def signal_modified_key(self, db: Database, key: bytes) -> None:

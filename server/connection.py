@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from protocol.encoder import encode
 from protocol.reader import ProtocolError, make_reader
+from server.dispatch import run_commands
 
 if TYPE_CHECKING:
     from server.app import Server
@@ -122,25 +123,32 @@ class Connection(asyncio.Protocol):
         server.stats.net_input_bytes += len(data)
         client.last_interaction = _monotonic()
         reader = self.reader
+        # The common read: complete commands and nothing buffered before them (so no limit
+        # can apply), few enough to need no output-limit checks in between.
+        commands = reader.direct(data) if len(data) <= reader.direct_max else None
+        if commands is not None and len(commands) <= _CHUNK:
+            run_commands(client, commands)
+            if not client.authenticated:  # (RESET brings the unauthenticated limits back)
+                self._after_unauthenticated_batch(client)
+            elif len(data) >= _FAIR_READ:
+                self._sit_out_one_iteration()
+            return
         try:
-            commands = reader.parse(data)
+            if commands is None:
+                commands = reader.parse(data)
             while commands:
                 if len(commands) > _CHUNK:
                     if not self._run_limited(client, commands):
                         return
                 else:
-                    server.run_commands(client, commands)
+                    run_commands(client, commands)
                 if client.close_after_reply or client.closed:
                     return
-                # Replies pile up while the client has not authenticated: Redis closes it
-                # past a small limit even before they reach the socket.
-                if (not client.authenticated
-                        and len(client.out) + self.output_size() > UNAUTH_OUTPUT_LIMIT):
-                    self._over_output_limit(client)
+                if not client.authenticated and not self._after_unauthenticated_batch(client):
                     return
-                # AUTH lifts the unauthenticated limits for the next command, RESET may
-                # bring them back (an unauthenticated reader hands out one command a call).
-                if reader.unauthenticated or not client.authenticated:
+                # AUTH lifts the unauthenticated limits for the next command (an
+                # unauthenticated reader hands out one command a call).
+                if reader.unauthenticated:
                     reader.unauthenticated = not client.authenticated
                 elif reader.error is None:
                     break  # the reader handed out every complete command at once
@@ -159,6 +167,18 @@ class Connection(asyncio.Protocol):
         elif len(data) >= _FAIR_READ:
             self._sit_out_one_iteration()
 
+    def _after_unauthenticated_batch(self, client: Client) -> bool:
+        """After commands ran for a client that is (now) not authenticated: its reader gets
+        the unauthenticated limits, and its replies, which pile up even before they reach the
+        socket, close it past a small limit as in Redis. False if it was closed."""
+        self.reader.unauthenticated = True
+        if client.closed or client.close_after_reply:
+            return False
+        if len(client.out) + self.output_size() > UNAUTH_OUTPUT_LIMIT:
+            self._over_output_limit(client)
+            return False
+        return True
+
     def _sit_out_one_iteration(self) -> None:
         transport = self.transport
         if transport is not None and not transport.is_closing():
@@ -176,10 +196,10 @@ class Connection(asyncio.Protocol):
         instead of after the whole batch's (Redis checks at every reply). False if closed."""
         limits = self.server.normal_output_limit
         if limits is None:
-            self.server.run_commands(client, commands)
+            run_commands(client, commands)
             return True
         for start in range(0, len(commands), _CHUNK):
-            self.server.run_commands(client, commands[start:start + _CHUNK])
+            run_commands(client, commands[start:start + _CHUNK])
             if client.close_after_reply or client.closed:
                 return False
             if self._check_output_limit(len(client.out) + self.output_size(), limits):

@@ -17,6 +17,7 @@ import redis
 from server.app import Server
 from server.client import Client
 from server.config import Config
+from server.dispatch import run_commands
 from tests.helpers import ServerProcess
 
 REDIS7 = os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd") == "redis"
@@ -393,11 +394,11 @@ def test_reblock_keeps_the_original_deadline() -> None:
     loop = FakeLoop()
     server.loop = loop  # type: ignore[assignment]
     reader, writer = Client(1, server, None), Client(2, server, None)
-    server.run_commands(reader, [[b"XREAD", b"BLOCK", b"1000", b"STREAMS", b"s", b"$"]])
+    run_commands(reader, [[b"XREAD", b"BLOCK", b"1000", b"STREAMS", b"s", b"$"]])
     assert reader.blocked is not None and reader.blocked.deadline == 101.0
     timer = reader.blocked.timer
     loop.now = 100.6
-    server.run_commands(writer, [[b"MULTI"], [b"XADD", b"s", b"1-1", b"f", b"v"],
+    run_commands(writer, [[b"MULTI"], [b"XADD", b"s", b"1-1", b"f", b"v"],
                                  [b"XDEL", b"s", b"1-1"], [b"EXEC"]])
     loop.run_soon()  # before-sleep: the reader is re-run, finds nothing, waits again
     assert reader.blocked is not None
