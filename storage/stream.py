@@ -23,6 +23,7 @@ from storage.listpack import (
     Listpack,
     cached_element,
     decode_element,
+    encode_element,
     pack_header,
 )
 from storage.rax import Rax
@@ -91,6 +92,7 @@ _ZERO_DIFF = enc_int(0)  # a node's first entry has its master's ID
 _time_ns = time.time_ns
 _unpack_key = struct.Struct(">QQ").unpack  # key_to_id without the call
 _SAMEFIELDS = bytes((FLAG_SAMEFIELDS, 1))  # the flags element
+_LP_COUNT_4 = enc_int(4)  # lp-count of an entry of one SAMEFIELDS value
 
 
 class StreamError(ValueError):
@@ -273,10 +275,17 @@ class Stream:
             seq_diff = new[1] - master[1]
             ms_enc = int_cached(ms_diff) or enc_diff(ms_diff)
             seq_enc = int_cached(seq_diff) or enc_diff(seq_diff)
-            names = fields[0::2]
-            if names == self._tail_names:
-                # encode_entry's SAMEFIELDS case inlined (most XADDs): flags, diffs,
-                # the values (cached encodings of short ones), lp-count.
+            names = self._tail_names
+            if len(fields) == 2 and len(names) == 1 and fields[0] == names[0]:
+                # encode_entry's SAMEFIELDS case for one field (most XADDs): flags, diffs,
+                # the value (a cached encoding if short), lp-count 4.
+                value = fields[1]
+                body = b"".join((_SAMEFIELDS, ms_enc, seq_enc,
+                                 cached_element(value) or encode_element(value), _LP_COUNT_4,
+                                 _EOF))
+                nbody = 5
+            elif fields[0::2] == names:
+                # The same for several fields.
                 values = fields[1::2]
                 encs = [*map(cached_element, values)]
                 if None in encs:  # encode the misses (encode_element caches short ones)

@@ -38,8 +38,10 @@ class ServerProcess:
         extra_args: list[str] | None = None,
         workdir: str | None = None,
         port: int | None = None,
+        root: Path = REPO_ROOT,
     ) -> None:
         self.kind = kind
+        self.root = root  # the checkout whose server runs (bench/compare.py runs two)
         self.port = port or free_port()
         self.host = "127.0.0.1"
         self.extra_args = list(extra_args or [])
@@ -65,7 +67,7 @@ class ServerProcess:
     def start(self, timeout: float = 15.0) -> ServerProcess:
         log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child's lifetime
         env = dict(os.environ)
-        env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        env["PYTHONPATH"] = str(self.root) + os.pathsep + env.get("PYTHONPATH", "")
         self.proc = subprocess.Popen(
             self.command(), stdout=log, stderr=subprocess.STDOUT, cwd=self.dir, env=env
         )
