@@ -16,7 +16,7 @@ from protocol.encoder import encode_into
 from server.blocking import Blocking, BlockRequest
 from server.client import Client
 from server.config import Config
-from server.dispatch import CommandSpec, lookup, run_commands
+from server.dispatch import CommandSpec, commands_processed, lookup, run_commands
 from server.errors import OOM_TEXT
 from server.log import Logger
 from server.stats import Stats
@@ -82,9 +82,11 @@ class Server:
         self.used_memory = 0  # RSS, refreshed by the cron; what maxmemory is checked against
         config.on_change("loglevel", self.log.set_level)
         # Read on every command: kept as an attribute rather than looked up in the config.
-        self.slowlog_threshold: int = config["slowlog-log-slower-than"]
-        config.on_change("slowlog-log-slower-than",
-                         lambda value: setattr(self, "slowlog_threshold", value))
+        # slowlog-log-slower-than, with "never" (a negative value) as a duration no command
+        # reaches: one comparison per command.
+        self.slowlog_min_us = 0
+        self._set_slowlog_threshold(config["slowlog-log-slower-than"])
+        config.on_change("slowlog-log-slower-than", self._set_slowlog_threshold)
         self.maxmemory: int = config["maxmemory"]
         config.on_change("maxmemory", lambda value: setattr(self, "maxmemory", value))
         self.query_buffer_limit: int = config["client-query-buffer-limit"]
@@ -218,6 +220,9 @@ class Server:
         (not while loading the data at start)."""
         return self.used_memory > self.maxmemory and not self.loading
 
+    def _set_slowlog_threshold(self, value: int) -> None:
+        self.slowlog_min_us = value if value >= 0 else 1 << 64
+
     def _set_output_limits(self, limits: dict[str, tuple[int, int, int]]) -> None:
         normal = limits.get("normal")
         self.normal_output_limit = normal if normal and (normal[0] or normal[1]) else None
@@ -286,7 +291,7 @@ class Server:
             for db in self.dbs:
                 if db.expires:
                     db.active_expire()
-            self.stats.sample()
+            self.stats.sample(commands_processed())
             if self.config["maxmemory"]:
                 from server.info import rss_bytes
 

@@ -115,8 +115,7 @@ class Blocking:
         state = self._detach(client)
         if state is None:
             return
-        state.spec.calls += 1
-        self.server.stats.total_commands_processed += 1
+        state.spec.calls += 1  # (total_commands_processed is the sum of the calls)
         if state.timer is not None:
             state.timer.cancel()
         client.blocked = None

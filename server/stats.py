@@ -10,7 +10,7 @@ _MAX_ERROR_CODES = 128
 
 class Stats:
     __slots__ = (
-        "total_connections_received", "total_commands_processed", "rejected_connections",
+        "total_connections_received", "rejected_connections",
         "rejected_calls", "expired_keys", "keyspace_hits", "keyspace_misses",
         "net_input_bytes", "net_output_bytes", "unexpected_error_replies", "total_error_replies",
         "client_query_buffer_limit_disconnections", "client_output_buffer_limit_disconnections",
@@ -23,7 +23,6 @@ class Stats:
 
     def reset(self) -> None:
         self.total_connections_received = 0
-        self.total_commands_processed = 0
         self.rejected_connections = 0
         self.rejected_calls = 0
         self.expired_keys = 0
@@ -58,17 +57,17 @@ class Stats:
         else:
             self.errors[code] = 1
 
-    def sample(self) -> None:
+    def sample(self, commands_processed: int) -> None:
         """Called from the cron: rate since the last sample, averaged over 16 samples."""
         now = time.monotonic()
         t0, ops0, in0, out0 = self._last_sample
         elapsed = now - t0
         if elapsed <= 0:
             return
-        self._samples["ops"].append((self.total_commands_processed - ops0) / elapsed)
+        self._samples["ops"].append((commands_processed - ops0) / elapsed)
         self._samples["in"].append((self.net_input_bytes - in0) / elapsed)
         self._samples["out"].append((self.net_output_bytes - out0) / elapsed)
-        self._last_sample = (now, self.total_commands_processed, self.net_input_bytes,
+        self._last_sample = (now, commands_processed, self.net_input_bytes,
                              self.net_output_bytes)
 
     def instantaneous(self, name: str) -> float:
