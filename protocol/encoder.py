@@ -174,15 +174,15 @@ def encode(value: Any, protocol: int = 2) -> bytes:
 def encode_into(out: bytearray, value: Any, protocol: int = 2) -> None:
     """Append the encoding of one reply to a batch buffer."""
     t = type(value)
-    if t is Raw:
-        out += value
-    elif t is int and 0 <= value < _N_INT:
-        out += _INT[value]
-    elif t is bytes:
+    if t is bytes:  # (in the order of how often each is a whole reply)
         n = len(value)
         out += _BULK[n] if n < _N_BULK else b"$%d\r\n" % n
         out += value
         out += CRLF
+    elif t is Raw:
+        out += value
+    elif t is int and 0 <= value < _N_INT:
+        out += _INT[value]
     else:
         parts: list[bytes] = []
         _encode(parts.append, value, protocol == 3)

@@ -120,17 +120,18 @@ class Connection(asyncio.Protocol):
         if client is None or client.closed:
             return
         server = self.server
-        server.stats.net_input_bytes += len(data)
+        size = len(data)
+        server.stats.net_input_bytes += size
         client.last_interaction = _monotonic()
         reader = self.reader
         # The common read: complete commands and nothing buffered before them (so no limit
         # can apply), few enough to need no output-limit checks in between.
-        commands = reader.direct(data) if len(data) <= reader.direct_max else None
+        commands = reader.direct(data) if size <= reader.direct_max else None
         if commands is not None and len(commands) <= _CHUNK:
             run_commands(client, commands)
             if not client.authenticated:  # (RESET brings the unauthenticated limits back)
                 self._after_unauthenticated_batch(client)
-            elif len(data) >= _FAIR_READ:
+            elif size >= _FAIR_READ:
                 self._sit_out_one_iteration()
             return
         try:
@@ -164,7 +165,7 @@ class Connection(asyncio.Protocol):
                                f"qbuf={reader.pending_bytes()}")
             server.stats.client_query_buffer_limit_disconnections += 1
             self.close_client()
-        elif len(data) >= _FAIR_READ:
+        elif size >= _FAIR_READ:
             self._sit_out_one_iteration()
 
     def _after_unauthenticated_batch(self, client: Client) -> bool:
