@@ -675,6 +675,42 @@ def test_array_split_between_elements() -> None:
         assert r.get_commands() == [[b"a", b"b"], [b"c"]]
 
 
+def test_direct_size_bound_cannot_be_fooled() -> None:
+    """direct() accepts a read once the frames' size, counting one length digit per argument,
+    reaches the read's. A '+' element (3 bytes shorter than that count) and three arguments of
+    10 bytes (one longer each) add up to exactly the read here: the check of the type bytes
+    must still refuse it, and parse() give Redis's error."""
+    ten = b"0123456789"
+    data = b"*4\r\n+a\r\n" + b"$10\r\n" + ten + b"\r\n" + b"$10\r\n" + ten + b"\r\n" + \
+        b"$10\r\n" + ten + b"\r\n"
+    bound = 3 + len(b"4") + (1 + 6) + 3 * (10 + 6)
+    assert bound == len(data)
+    reader = HiredisRequestReader()
+    assert reader.direct(data) is None
+    with pytest.raises(ProtocolError, match="expected '\\$', got '\\+'"):
+        reader.parse(data)
+
+
+@pytest.mark.parametrize("args", [
+    [b"XADD", b"s", b"*", b"f", b"v"],  # every argument under 10 bytes: the bound is exact
+    [b"XACK", b"s", b"g", b"1700000000000-0", b"1700000000000-1"],  # longer: the exact sum
+    [b"XADD", b"s", b"*", b"payload", b"x" * 200],
+])
+def test_direct_takes_complete_reads_and_leaves_partial_ones(args: list[bytes]) -> None:
+    frame = enc(*args)
+    reader = HiredisRequestReader()
+    assert reader.direct(frame * 3) == [args] * 3
+    # A partial frame after complete ones, cut inside an argument or between two of them
+    # (where hiredis's has_data() says nothing is left): the buffer's rules take the read.
+    between = frame.index(b"$", frame.index(b"$") + 1)
+    for cut in (len(frame) - 1, between, 4):
+        reader = HiredisRequestReader()
+        assert reader.direct(frame + frame[:cut]) is None
+        assert reader.parse(frame + frame[:cut]) == [args]
+        assert reader.parse(frame[cut:]) == [args]
+        assert reader.direct(frame) == [args]  # (its hiredis reader was replaced, not reused)
+
+
 # ---------------------------------------------------------------- property tests
 
 argv_st = st.lists(st.binary(max_size=40), min_size=1, max_size=6)
