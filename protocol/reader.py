@@ -445,8 +445,7 @@ class HiredisRequestReader(_RespParser):
             return self._get_python_commands()
         buf = self._buf
         n = len(buf)
-        if (not self._pos and not self._mbulk and 0 < n <= self._fast_max
-                and buf[0] == _STAR):
+        if not self._pos and not self._mbulk and 0 < n <= self._fast_max:
             fast = self.direct(buf)
             if fast is not None:
                 buf.clear()

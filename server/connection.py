@@ -145,12 +145,13 @@ class Connection(asyncio.Protocol):
                     run_commands(client, commands)
                 if client.close_after_reply or client.closed:
                     return
-                if not client.authenticated and not self._after_unauthenticated_batch(client):
-                    return
-                # AUTH lifts the unauthenticated limits for the next command (an
-                # unauthenticated reader hands out one command a call).
-                if reader.unauthenticated:
-                    reader.unauthenticated = not client.authenticated
+                # An unauthenticated reader hands out one command a call, so that AUTH lifts
+                # its limits for the next command (and RESET brings them back).
+                if not client.authenticated:
+                    if not self._after_unauthenticated_batch(client):
+                        return
+                elif reader.unauthenticated:
+                    reader.unauthenticated = False
                 elif reader.error is None:
                     break  # the reader handed out every complete command at once
                 # The reader hands out the commands before a bad frame first and raises on
