@@ -7,7 +7,10 @@ same machine, and reports each checkout's ratio to Redis and their ratio to each
 
     git worktree add /tmp/base main
     python bench/compare.py /tmp/base . [--requests 200000] [--shares 20] [--pipeline 1]
-        [--command "XADD bench:s * f v"]
+        [--command "XADD bench:s * f v"] [--python-a PYTHON] [--python-b PYTHON]
+
+The same checkout twice with two interpreters compares the interpreters (each needs the
+server's dependencies installed), e.g. `--python-b /path/to/venv/bin/python . .`.
 """
 
 from __future__ import annotations
@@ -33,14 +36,18 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--pipeline", type=int, default=1)
     parser.add_argument("--command", default="XADD bench:s * f v")
+    parser.add_argument("--python-a", default=sys.executable, help="interpreter running A")
+    parser.add_argument("--python-b", default=sys.executable, help="interpreter running B")
     args = parser.parse_args()
     pinned = common.pin_cpus()  # (sets common.SERVER_CPUS)
 
     options = ["--appendonly", "no", "--save", ""]
     servers = {
         "redis": ServerProcess("redis"),
-        "A": ServerProcess("xstreamd", options, root=args.base.resolve()),
-        "B": ServerProcess("xstreamd", options, root=args.other.resolve()),
+        "A": ServerProcess("xstreamd", options, root=args.base.resolve(),
+                           python=args.python_a),
+        "B": ServerProcess("xstreamd", options, root=args.other.resolve(),
+                           python=args.python_b),
     }
     try:
         for proc in servers.values():

@@ -190,8 +190,10 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
         client.pending_cmds.extend(commands)
         return
     server = client.server
+    done = 0  # commands run so far (cheaper than enumerate() for the usual one)
     try:
-        for done, argv in enumerate(commands, 1):
+        for argv in commands:
+            done += 1
             spec = _BY_SENT_NAME.get(argv[0])
             if spec is not None and client.authenticated and client.multi is None:
                 argc = len(argv)

@@ -39,9 +39,11 @@ class ServerProcess:
         workdir: str | None = None,
         port: int | None = None,
         root: Path = REPO_ROOT,
+        python: str | None = None,
     ) -> None:
         self.kind = kind
         self.root = root  # the checkout whose server runs (bench/compare.py runs two)
+        self.python = python or sys.executable  # the interpreter that runs ours
         self.port = port or free_port()
         self.host = "127.0.0.1"
         self.extra_args = list(extra_args or [])
@@ -60,7 +62,7 @@ class ServerProcess:
                 "--appendonly", "no", "--dir", self.dir, *self.extra_args,
             ]
         return [
-            sys.executable, "-m", "server", "--port", str(self.port), "--dir", self.dir,
+            self.python, "-m", "server", "--port", str(self.port), "--dir", self.dir,
             *self.extra_args,
         ]
 
