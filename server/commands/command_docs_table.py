@@ -97,6 +97,10 @@ DOCS: dict[str, Doc] = {
         "is the number of elements in the list, set, sorted set or hash. Removing a single key "
         "that holds a string value is O(1).",
         "key#0...", keys=_keys("RM delete; index 1; range -1 1 0"), tips=_MULTI_SUM),
+    "copy": Doc(
+        "O(N) worst case for collections, where N is the number of nested items. O(1) for "
+        "string values.", "source#0 destination#1 [DB destination-db:integer] [REPLACE]",
+        keys=_keys("RO access; index 1; range 0 1 0", "OW update; index 2; range 0 1 0")),
     "exists": Doc(
         "O(N) where N is the number of keys to check.", "key#0...",
         history=(("3.0.3", "Accepts multiple `key` arguments."),),

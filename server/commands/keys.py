@@ -7,8 +7,10 @@ from server.client import Client
 from server.dispatch import command, container
 from server.errors import DB_INDEX_OUT_OF_RANGE, NO_SUCH_KEY, SYNTAX, CommandError
 from server.parsing import INT64_MAX, INT64_MIN, eq, parse_c_int, parse_int, string2ull
-from storage.keyspace import Database, type_name
+from server.persistence.snapshot import clone_stream
+from storage.keyspace import Database, StringValue, type_name
 from storage.keyspace import object_encoding as encoding_of
+from storage.stream import Stream
 
 _KS = "@keyspace"
 _NO_SUCH = -2
@@ -382,6 +384,48 @@ def move(client: Client, argv: list[bytes]) -> object:
     server.key_changed(src, key)
     server.key_changed(dst, key)
     server.propagate(src, [b"MOVE", key, argv[2]])
+    return 1
+
+
+@command("copy", -3, "write denyoom", keys=(1, 2, 1), categories=f"{_KS} @write @slow",
+         summary="Copies the value of a key to a new key.", since="6.2.0")
+def copy(client: Client, argv: list[bytes]) -> object:
+    replace = False
+    dst = src = client.db
+    j = 3
+    while j < len(argv):  # (copyCommand: options in any order, DB takes the next argument)
+        opt = argv[j].lower()
+        if opt == b"replace":
+            replace = True
+        elif opt == b"db" and j + 1 < len(argv):
+            dst = _db_at(client, parse_c_int(argv[j + 1]))
+            j += 1
+        else:
+            raise CommandError(SYNTAX)
+        j += 1
+    key, new_key = argv[1], argv[2]
+    if src is dst and key == new_key:
+        raise CommandError("ERR source and destination objects are the same")
+    value = lookup_read(client, key)
+    if value is None:
+        return 0
+    if dst.get(new_key) is not None:
+        if not replace:
+            return 0
+        dst.delete(new_key)
+    if isinstance(value, Stream):
+        value = clone_stream(value)
+    elif isinstance(value, StringValue):
+        value = StringValue(value.data)  # (bytes are immutable: one object for both is fine)
+    else:  # pragma: no cover - the keyspace holds only these two types
+        raise CommandError(f"ERR cannot copy a value of type {type(value).__name__}")
+    dst.add(new_key, value)
+    expire = src.get_expire(key)
+    if expire is not None:
+        dst.set_expire(new_key, expire)
+    server = client.server
+    server.key_changed(dst, new_key)  # WATCH, and readers blocked on the new key
+    server.propagate(src, argv)
     return 1
 
 

@@ -9,6 +9,7 @@ a damaged file never leaves a half-loaded server.
 
 from __future__ import annotations
 
+import io
 import os
 import struct
 import time
@@ -315,6 +316,17 @@ def _read_stream(r: SnapshotReader, at: int) -> Stream:
         raise SnapshotError(f"stream entries-added below its length at offset {at}")
     groups_codec.read_groups(r, stream, at)
     return stream
+
+
+def clone_stream(stream: Stream) -> Stream:
+    """A deep copy of a stream, consumer groups included (COPY, streamDup): written in the
+    snapshot encoding and read back, which rebuilds the groups' shared pending entries."""
+    out = io.BytesIO()
+    w = SnapshotWriter(out)
+    write_stream(w, stream)
+    w.flush()
+    data = out.getvalue()
+    return _read_stream(SnapshotReader(data, 0, len(data)), 0)
 
 
 def load_file(path: str, ndbs: int) -> LoadResult:
