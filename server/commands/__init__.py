@@ -3,6 +3,7 @@
 from server.commands import (  # noqa: F401
     client_cmds,
     conn,
+    dump_cmds,
     group_cmds,
     keys,
     persistence_cmds,

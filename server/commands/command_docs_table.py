@@ -101,6 +101,11 @@ DOCS: dict[str, Doc] = {
         "O(N) worst case for collections, where N is the number of nested items. O(1) for "
         "string values.", "source#0 destination#1 [DB destination-db:integer] [REPLACE]",
         keys=_keys("RO access; index 1; range 0 1 0", "OW update; index 2; range 0 1 0")),
+    "dump": Doc(
+        "O(1) to access the key and additional O(N*M) to serialize it, where N is the number "
+        "of Redis objects composing the value and M their average size. For small string "
+        "values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).",
+        "key#0", keys=_keys(_RO_ACCESS), tips=_NONDET),
     "exists": Doc(
         "O(N) where N is the number of keys to check.", "key#0...",
         history=(("3.0.3", "Accepts multiple `key` arguments."),),
@@ -136,6 +141,18 @@ DOCS: dict[str, Doc] = {
                            "destination names are the same."),),
         keys=_keys("RW access delete; index 1; range 0 1 0",
                    "OW insert; index 2; range 0 1 0")),
+    "restore": Doc(
+        "O(1) to create the new key and additional O(N*M) to reconstruct the serialized "
+        "value, where N is the number of Redis objects composing the value and M their "
+        "average size. For small string values the time complexity is thus O(1)+O(1*M) where "
+        "M is small, so simply O(1). However for sorted set values the complexity is "
+        "O(N*M*log(N)) because inserting values into sorted sets is O(log(N)).",
+        "key#0 ttl:integer serialized-value:string [REPLACE@3.0.0] [ABSTTL@5.0.0] "
+        "[IDLETIME seconds:integer@5.0.0] [FREQ frequency:integer@5.0.0]",
+        history=(("3.0.0", "Added the `REPLACE` modifier."),
+                 ("5.0.0", "Added the `ABSTTL` modifier."),
+                 ("5.0.0", "Added the `IDLETIME` and `FREQ` options.")),
+        keys=_keys("OW update; index 1; range 0 1 0")),
     "scan": Doc(
         "O(1) for every call. O(N) for a complete iteration, including enough command calls "
         "for the cursor to return back to 0. N is the number of elements inside the "

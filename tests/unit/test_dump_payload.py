@@ -1,0 +1,119 @@
+"""The DUMP payload codec on its own: CRC-64, LZF, lengths, strings and streams, bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from server.persistence import dump_payload as dp
+from storage.consumer_group import create_group, verify
+from storage.keyspace import StringValue
+from storage.stream import Stream
+
+
+def test_crc64_is_redis_crc64() -> None:
+    # Redis's own check value for its crc64 (src/crc64.c's test: "123456789").
+    assert dp.crc64(b"123456789") == 0xE9C6D914C4B8D9CA
+    assert dp.crc64(b"") == 0
+    assert dp.crc64(b"6789", dp.crc64(b"12345")) == 0xE9C6D914C4B8D9CA  # resumable
+
+
+def test_lzf_literals_and_overlapping_references() -> None:
+    # "abcabcabcabc": a literal run of 3, then a reference 3 back of length 9 (overlapping).
+    packed = bytes([2]) + b"abc" + bytes([(7 << 5) | 0, 9 - 2 - 7, 2])
+    assert dp.lzf_decompress(packed, 12) == b"abcabcabcabc"
+    short = bytes([2]) + b"abc" + bytes([(1 << 5) | 0, 2])  # 3 bytes back, length 3
+    assert dp.lzf_decompress(short, 6) == b"abcabc"
+    for bad, size in ((bytes([5]) + b"ab", 6),  # run past the end
+                      (bytes([0x20, 9]), 3),  # reference before the start
+                      (bytes([2]) + b"abc", 4)):  # wrong announced size
+        with pytest.raises(dp.PayloadError):
+            dp.lzf_decompress(bad, size)
+
+
+def test_strings_take_redis_integer_encodings() -> None:
+    for text, body in ((b"12345", b"\xc1\x39\x30"), (b"-1", b"\xc0\xff"),
+                       (b"2147483647", b"\xc2\xff\xff\xff\x7f"), (b"007", b"\x03007"),
+                       (b"2147483648", b"\x0a2147483648"), (b"", b"\x00")):
+        payload = dp.dump(StringValue(text))
+        assert payload[1:-10] == body
+        assert dp.verify(payload)
+        restored = dp.restore(payload)
+        assert isinstance(restored, StringValue) and restored.data == text
+
+
+def test_lengths_of_every_width_round_trip() -> None:
+    for n in (0, 63, 64, 16383, 16384, 2**32 - 1, 2**32, 2**64 - 1):
+        out = bytearray()
+        dp._length(out, n)
+        assert dp._Reader(bytes(out), len(out)).length() == n
+
+
+def _stream() -> Stream:
+    s = Stream()
+    for i in range(300):
+        s.append([b"f", b"%d" % i, b"g", b"x" * (i % 5)], (i + 1, i % 3), True)
+    s.delete((7, 0))
+    group = create_group(s, b"g", (20, 1))
+    alice = group.create_consumer(b"alice", 1000)
+    bob = group.create_consumer(b"123", 2000)  # a numeric name takes the integer encoding
+    bob.active_time = -1
+    for i, owner in ((1, alice), (2, alice), (3, bob)):
+        group.add_pending(s, (i, i % 3), owner, 5000 + i, i)
+    create_group(s, b"empty", (0, 0))
+    return s
+
+
+def test_streams_round_trip_with_their_groups() -> None:
+    s = _stream()
+    payload = dp.dump(s)
+    assert payload[0] == dp.TYPE_STREAM_LISTPACKS_3
+    assert payload[-10:-8] == b"\x0c\x00"  # RDB version 12
+    copy = dp.restore(payload)
+    assert isinstance(copy, Stream)
+    verify(copy)
+    assert dp.dump(copy) == payload  # every field survived
+    assert copy.length == 299 and copy.last_id == (300, 2) and copy.entries_added == 300
+    assert copy.max_deleted_entry_id == (7, 0)
+
+
+def test_a_damaged_payload_is_refused() -> None:
+    payload = bytearray(dp.dump(_stream()))
+    assert not dp.verify(bytes(payload[:9]))
+    flipped = bytearray(payload)
+    flipped[20] ^= 1
+    assert not dp.verify(bytes(flipped))  # the CRC catches it
+    newer = bytearray(payload)
+    newer[-10] = 13
+    assert not dp.verify(bytes(newer))  # a version this server does not read
+
+
+def _framed(body: bytes) -> bytes:
+    out = bytearray(body) + b"\x0c\x00"
+    return bytes(out + dp.crc64(out).to_bytes(8, "little"))
+
+
+@pytest.mark.parametrize("cut", [1, 5, 40, 200])
+def test_a_truncated_value_with_a_good_crc_is_bad_data(cut: int) -> None:
+    body = dp.dump(_stream())[:-10]
+    payload = _framed(body[:-cut])
+    assert dp.verify(payload)
+    with pytest.raises(dp.PayloadError):
+        dp.restore(payload)
+
+
+def test_other_types_are_named_not_stored() -> None:
+    with pytest.raises(dp.UnsupportedType, match="RDB type 4"):
+        dp.restore(_framed(b"\x04\x00"))
+
+
+def test_a_pending_entry_without_consumer_is_bad_data() -> None:
+    s = Stream()
+    s.append([b"f", b"v"], (1, 0), True)
+    body = bytearray(dp.dump(s)[:-10])
+    assert body[-1] == 0  # no groups
+    body[-1] = 1
+    body += b"\x01g\x00\x00\x00"  # group "g", last ID 0-0, read counter 0
+    body += b"\x01" + bytes(15) + b"\x01" + bytes(8) + b"\x01"  # one PEL entry, 1-0
+    body += b"\x00"  # no consumers
+    with pytest.raises(dp.PayloadError, match="without a consumer"):
+        dp.restore(_framed(bytes(body)))
