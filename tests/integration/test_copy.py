@@ -24,26 +24,12 @@ NOT_INT = b"-ERR value is not an integer or out of range\r\n"
 SAME = b"-ERR source and destination objects are the same\r\n"
 
 
-@pytest.fixture(scope="module")
-def srv() -> Iterator[ServerProcess]:
-    proc = ServerProcess(TARGET, extra_args=["--appendonly", "no"]).start()
-    yield proc
-    proc.stop()
-
-
 @pytest.fixture
-def c(srv: ServerProcess) -> Iterator[Conn]:
-    conn = Conn(srv)
-    conn.call("FLUSHALL")
+def c(server: ServerProcess, r: redis.Redis) -> Iterator[Conn]:
+    """A raw connection to the session's server, flushed by `r`."""
+    conn = Conn(server)
     yield conn
     conn.close()
-
-
-@pytest.fixture
-def r(srv: ServerProcess, c: Conn) -> Iterator[redis.Redis]:
-    client = redis.Redis(host=srv.host, port=srv.port)
-    yield client
-    client.close()
 
 
 def _stream_with_group(r: redis.Redis, key: str) -> None:
@@ -132,11 +118,11 @@ def test_copy_keeps_the_ttl(r: redis.Redis) -> None:
     assert r.ttl("t2") == -1  # the destination's old TTL goes with it
 
 
-def test_copy_touches_watchers_of_the_destination(srv: ServerProcess, r: redis.Redis) -> None:
+def test_copy_touches_watchers_of_the_destination(server: ServerProcess, r: redis.Redis) -> None:
     r.xadd("s", {"f": "v"})
     with r.pipeline() as pipe:
         pipe.watch("t")
-        other = redis.Redis(host=srv.host, port=srv.port)
+        other = redis.Redis(host=server.host, port=server.port)
         assert other.copy("s", "t")
         other.close()
         pipe.multi()
@@ -145,11 +131,11 @@ def test_copy_touches_watchers_of_the_destination(srv: ServerProcess, r: redis.R
             pipe.execute()
 
 
-def test_copy_wakes_a_reader_blocked_on_the_destination(srv: ServerProcess,
+def test_copy_wakes_a_reader_blocked_on_the_destination(server: ServerProcess,
                                                          r: redis.Redis) -> None:
     r.xadd("s", {"f": "v"}, id="5-0")
     got: list[object] = []
-    reader = redis.Redis(host=srv.host, port=srv.port)
+    reader = redis.Redis(host=server.host, port=server.port)
     thread = threading.Thread(
         target=lambda: got.append(reader.xread({"t": "0"}, block=10_000)))
     thread.start()
