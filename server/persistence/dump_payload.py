@@ -83,8 +83,13 @@ def crc64(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
 
 
 # -- LZF (liblzf's format: literal runs and back references) -----------------------------------
+_MAX_EXPANDED = 1 << 30  # no value here is larger (a stream node's limit is 1 GiB)
+
+
 def lzf_decompress(data: bytes, size: int) -> bytes:
     """The `size` bytes that `data` compresses; PayloadError if it does not hold them."""
+    if size > _MAX_EXPANDED:  # (the output is also never let grow past `size`)
+        raise PayloadError("LZF size too large")
     out = bytearray()
     pos, end = 0, len(data)
     while pos < end:

@@ -25,7 +25,9 @@ def test_lzf_literals_and_overlapping_references() -> None:
     assert dp.lzf_decompress(short, 6) == b"abcabc"
     for bad, size in ((bytes([5]) + b"ab", 6),  # run past the end
                       (bytes([0x20, 9]), 3),  # reference before the start
-                      (bytes([2]) + b"abc", 4)):  # wrong announced size
+                      (bytes([2]) + b"abc", 4),  # wrong announced size
+                      (bytes([2]) + b"abc" + bytes([0xE0, 255, 2]) * 4, 20),  # expands past it
+                      (bytes([2]) + b"abc", 1 << 40)):  # more than any value here
         with pytest.raises(dp.PayloadError):
             dp.lzf_decompress(bad, size)
 
