@@ -119,3 +119,29 @@ def test_a_pending_entry_without_consumer_is_bad_data() -> None:
     body += b"\x00"  # no consumers
     with pytest.raises(dp.PayloadError, match="without a consumer"):
         dp.restore(_framed(bytes(body)))
+
+
+def test_redis_5_streams_type_15_estimate_what_they_lack() -> None:
+    """Type 15 has no first/max-deleted IDs, entries-added or read counters: entries-added is
+    the length, the max deleted ID 0-0, a group's read counter Redis's estimate."""
+    s = Stream()
+    for i in range(1, 11):
+        s.append([b"f", b"%d" % i], (i, 0), True)
+    out = bytearray([dp.TYPE_STREAM_LISTPACKS])
+    dp._length(out, s.node_count())
+    for key, lp in s.rax.items():
+        dp._string(out, key)
+        dp._string(out, lp.buf)
+    for value in (10, 10, 0):  # length, last ID
+        dp._length(out, value)
+    dp._length(out, 2)  # two groups
+    for name, last in ((b"all", 10), (b"none", 0)):
+        dp._string(out, name)
+        for value in (last, 0, 0, 0):  # last ID, empty PEL, no consumers
+            dp._length(out, value)
+    restored = dp.restore(_framed(bytes(out)))
+    assert isinstance(restored, Stream)
+    assert restored.entries_added == 10 and restored.max_deleted_entry_id == (0, 0)
+    by_name = {g.name: g for g in restored.cgroups.values()}  # type: ignore[union-attr]
+    assert by_name[b"all"].entries_read == 10  # at the last entry: exactly the count
+    assert by_name[b"none"].entries_read == 0
