@@ -243,6 +243,7 @@ DOCS: dict[str, Doc] = {
     "swapdb": Doc(
         "O(N) where N is the count of clients watching or blocking on keys from both "
         "databases.", "index1:integer index2:integer"),
+    "role": Doc(_O1),
     "time": Doc(_O1, tips=_NONDET),
     # string
     "get": Doc(_O1, "key#0", keys=_keys(_RO_ACCESS)),

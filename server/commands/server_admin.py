@@ -35,6 +35,14 @@ def time_(client: Client, argv: list[bytes]) -> object:
     return [str(now_us // 1_000_000).encode(), str(now_us % 1_000_000).encode()]
 
 
+@command("role", 1, "noscript loading stale fast", categories="@admin @fast @dangerous",
+         summary="Returns the replication role.", since="2.8.12", group="server")
+def role(client: Client, argv: list[bytes]) -> object:
+    # A master with no replicas: its replication offset (0) and an empty replica list, as
+    # Redis answers without replication (INFO replication says the same).
+    return [b"master", 0, []]
+
+
 # -- CONFIG ----------------------------------------------------------------------------------
 container("config", -2, summary="A container for server configuration commands.", since="2.0.0",
           group="server")

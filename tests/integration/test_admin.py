@@ -1,5 +1,5 @@
 """Server administration end to end: INFO, CONFIG GET/SET/RESETSTAT, TIME, DEBUG, SLOWLOG,
-MONITOR, COMMAND, MEMORY USAGE, SHUTDOWN.
+MONITOR, COMMAND, MEMORY USAGE, ROLE, SHUTDOWN.
 
 `XSTREAMD_TEST_TARGET=redis` runs this file against Debian's redis-server 7.0.
 """
@@ -331,6 +331,18 @@ def test_time(c: Conn) -> None:
     assert 0 <= micros < 1_000_000
     assert int(before) - 1 <= seconds <= after + 1
     assert c.call("TIME", "x") == arity("time")
+
+
+def test_role_is_a_master_without_replicas(c: Conn, srv: ServerProcess) -> None:
+    assert c.call("ROLE") == b"*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n"
+    assert c.call("ROLE", "x") == arity("role")
+    fields = info_fields(c.call("INFO", "replication"))
+    assert fields["role"] == "master" and fields["connected_slaves"] == "0"
+    client = redis.Redis(host=srv.host, port=srv.port)
+    try:
+        assert client.role() == [b"master", 0, []]
+    finally:
+        client.close()
 
 
 def test_debug(c: Conn) -> None:
