@@ -8,9 +8,11 @@ import re
 import time
 
 from protocol.encoder import OK, Verbatim
+from server.blocking import BlockRequest
 from server.client import Client
 from server.commands import command_cmd, monitor  # noqa: F401 - register COMMAND, MONITOR
 from server.commands.help import help_reply
+from server.commands.stream_args import parse_block_timeout
 from server.config import ConfigError
 from server.dispatch import command, container
 from server.errors import SYNTAX, CommandError
@@ -41,6 +43,20 @@ def role(client: Client, argv: list[bytes]) -> object:
     # A master with no replicas: its replication offset (0) and an empty replica list, as
     # Redis answers without replication (INFO replication says the same).
     return [b"master", 0, []]
+
+
+@command("wait", 3, "noscript", categories="@slow @connection",
+         summary="Blocks until the asynchronous replication of all preceding write commands "
+         "sent by the connection is completed.", since="3.0.0",
+         tips="request_policy:all_shards response_policy:agg_min")
+def wait(client: Client, argv: list[bytes]) -> object:
+    numreplicas = parse_int(argv[1])
+    timeout_ms = parse_block_timeout(argv[2], time.time_ns() // 1_000_000)
+    if numreplicas <= 0:
+        return 0  # acknowledged by the replicas it asks for: none
+    # No replica will ever acknowledge: wait out the timeout (0 = forever, until CLIENT
+    # UNBLOCK), then answer 0, as Redis does without replicas. Inside MULTI: 0 at once.
+    return BlockRequest([], timeout_ms, argv, 0)
 
 
 # -- CONFIG ----------------------------------------------------------------------------------

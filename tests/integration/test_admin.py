@@ -1,5 +1,5 @@
 """Server administration end to end: INFO, CONFIG GET/SET/RESETSTAT, TIME, DEBUG, SLOWLOG,
-MONITOR, COMMAND, MEMORY USAGE, ROLE, SHUTDOWN.
+MONITOR, COMMAND, MEMORY USAGE, ROLE, WAIT, SHUTDOWN.
 
 `XSTREAMD_TEST_TARGET=redis` runs this file against Debian's redis-server 7.0.
 """
@@ -343,6 +343,36 @@ def test_role_is_a_master_without_replicas(c: Conn, srv: ServerProcess) -> None:
         assert client.role() == [b"master", 0, []]
     finally:
         client.close()
+
+
+def test_wait_without_replicas(c: Conn, srv: ServerProcess) -> None:
+    assert c.call("WAIT", "0", "0") == b":0\r\n"
+    assert c.call("WAIT", "-1", "0") == b":0\r\n"
+    assert c.call("WAIT", "x", "0") == b"-ERR value is not an integer or out of range\r\n"
+    assert c.call("WAIT", "1", "x") == b"-ERR timeout is not an integer or out of range\r\n"
+    assert c.call("WAIT", "1", "-1") == b"-ERR timeout is negative\r\n"
+    assert c.call("WAIT", "1") == arity("wait")
+    start = time.monotonic()
+    assert c.call("WAIT", "1", "100") == b":0\r\n"  # no replica acknowledges: the timeout
+    assert time.monotonic() - start >= 0.09
+    assert c.call("MULTI") == b"+OK\r\n"
+    assert c.call("WAIT", "1", "0") == b"+QUEUED\r\n"
+    assert c.call("EXEC") == b"*1\r\n:0\r\n"  # no waiting inside a transaction
+    # WAIT 1 0 waits forever; CLIENT UNBLOCK ends it with the timeout's reply or an error.
+    other = Conn(srv)
+    try:
+        waiter_id = int(c.call("CLIENT", "ID")[1:-2])
+        unblocked = b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"
+        for how, reply in ((), b":0\r\n"), (("ERROR",), unblocked):
+            c.sock.sendall(encode("WAIT", "1", "0"))
+            for _ in range(500):  # until the server lists it as blocked
+                if b"flags=b" in other.call("CLIENT", "LIST", "ID", str(waiter_id)):
+                    break
+                time.sleep(0.01)
+            assert other.call("CLIENT", "UNBLOCK", str(waiter_id), *how) == b":1\r\n"
+            assert c.read() == reply
+    finally:
+        other.close()
 
 
 def test_debug(c: Conn) -> None:
