@@ -69,9 +69,10 @@ def restore_command(client: Client, argv: list[bytes]) -> object:
         raise CommandError("ERR Bad data format") from None
     server = client.server
     deleted = db.delete(key) if replace else False
+    now = db.clock()
     if ttl and not absttl:
-        ttl += db.clock()
-    if ttl and ttl <= db.clock():  # already expired: no key (the old one is gone)
+        ttl += now
+    if ttl and ttl <= now:  # already expired: no key (the old one is gone)
         if deleted:
             server.key_changed(db, key)
             server.propagate(db, [b"DEL", key])

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import struct
 
+from server.parsing import is_canonical_int
 from storage.consumer_group import create_group, groups
 from storage.consumer_group_lag import INVALID_ENTRIES_READ, estimate_distance
 from storage.keyspace import StringValue
 from storage.stream import Stream, StreamCorruption
-from storage.stream_id import StreamID, id_to_key, key_to_id
+from storage.stream_id import StreamID, key_to_id
 
 RDB_VERSION = 12  # Redis 7.4 to 8.4
 TYPE_STRING = 0
@@ -144,9 +145,9 @@ def _length(out: bytearray, value: int) -> None:
 
 def _string(out: bytearray, data: bytes | bytearray) -> None:
     """rdbSaveRawString without compression: short decimal integers as 8/16/32-bit ints."""
-    if 0 < len(data) <= 11:
-        number = _as_int(data)
-        if number is not None and -(1 << 31) <= number < 1 << 31:
+    if 0 < len(data) <= 11 and is_canonical_int(data):
+        number = int(data)
+        if -(1 << 31) <= number < 1 << 31:
             if -128 <= number < 128:
                 out += bytes((0xC0 | _ENC_INT8, number & 0xFF))
             elif -(1 << 15) <= number < 1 << 15:
@@ -158,15 +159,6 @@ def _string(out: bytearray, data: bytes | bytearray) -> None:
             return
     _length(out, len(data))
     out += data
-
-
-def _as_int(data: bytes | bytearray) -> int | None:
-    """string2ll: the text is exactly a decimal integer's canonical form."""
-    try:
-        number = int(data)
-    except ValueError:
-        return None
-    return number if b"%d" % number == data else None
 
 
 def _stream(out: bytearray, s: Stream) -> None:
@@ -186,8 +178,8 @@ def _stream(out: bytearray, s: Stream) -> None:
         _length(out, group.last_id[1])
         _length(out, group.entries_read & _M64)  # (-1, "not known", as a uint64)
         _length(out, len(group.pel))
-        for eid, nack in group.iter_pending():
-            out += id_to_key(eid)
+        for key, nack in group.pel.items():  # (16-byte ID keys, as the payload holds them)
+            out += key
             out += _I64.pack(nack.delivery_time)
             _length(out, nack.delivery_count)
         consumers = list(group.iter_consumers())
