@@ -133,6 +133,7 @@ class Stream:
         "_tail_names",
         "_tail_count",
         "_tail_total",
+        "_tail_nele",
         "_head_hint",  # (listpack, size, first entry offset, end of tombstone run): trimming
         "_seek_hint",  # where the last lookup by ID ended: see _find
     )
@@ -152,6 +153,7 @@ class Stream:
         self._tail_names: list[bytes] = []
         self._tail_count = 0  # live entries in the tail node
         self._tail_total = 0  # live + deleted entries in the tail node
+        self._tail_nele = 0  # the tail listpack's element count, as its header holds it
         self._head_hint: tuple[Listpack, int, int, int] | None = None
         self._seek_hint: tuple[StreamNode, bytes, int, StreamID, StreamID | None] | None = None
 
@@ -182,6 +184,7 @@ class Stream:
         self._tail_names = names
         self._tail_count = count
         self._tail_total = count + deleted
+        self._tail_nele = lp.buf[4] | (lp.buf[5] << 8)
         return lp  # type: ignore[return-value]
 
     def _node_changed(self, lp: Listpack) -> None:
@@ -237,8 +240,6 @@ class Stream:
         ``now_ms`` defaults to the wall clock.  ``max_bytes`` /
         ``max_entries`` are stream-node-max-bytes / -entries (0 = 1 GiB / no
         limit).  Raises StreamIDError / StreamError with Redis's texts."""
-        if len(fields) & 1 or not fields:
-            raise ValueError("fields must be a non-empty flat list of field/value pairs")
         if id_spec is None and now_ms is None:
             # XADD *: next_id's common cases inlined (a new ms, or the next seq).
             now_ms = _time_ns() // 1_000_000
@@ -251,20 +252,27 @@ class Stream:
                 new = self.next_id(None, True, now_ms)
         else:
             new = self.next_id(id_spec, seq_given, now_ms)
-        elelen = len(b"".join(fields))  # the fields' total size; faster than sum(map(len))
         tail = self._tail
         if tail is None and self.length:
             tail = self._load_tail()
+        nfields = len(fields)
         if tail is not None:
             buf = tail.buf
             total = self._tail_total
+            # The fields' total size (two len() calls beat a join for one pair).
+            if nfields == 2:
+                elelen = len(fields[0]) + len(fields[1])
+            else:
+                elelen = len(b"".join(fields))
             if (len(buf) + elelen >= (max_bytes if 0 < max_bytes <= MAX_NODE_BYTES
                                       else MAX_NODE_BYTES)
                     or (max_entries and total >= max_entries)):
                 tail.buf = bytearray(buf)  # shrink to fit, as lpShrinkToFit
                 tail = None
         if tail is None:
-            if elelen > MAX_NODE_BYTES:  # (an entry that fits the tail is smaller)
+            if nfields & 1 or not nfields:
+                raise ValueError("fields must be a non-empty flat list of field/value pairs")
+            if len(b"".join(fields)) > MAX_NODE_BYTES:  # (an entry that fits the tail is smaller)
                 raise StreamError(MSG_TOO_LARGE)
             self._new_node(new, fields)
         else:
@@ -276,7 +284,7 @@ class Stream:
             ms_enc = int_cached(ms_diff) or enc_diff(ms_diff)
             seq_enc = int_cached(seq_diff) or enc_diff(seq_diff)
             names = self._tail_names
-            if len(fields) == 2 and len(names) == 1 and fields[0] == names[0]:
+            if nfields == 2 and len(names) == 1 and fields[0] == names[0]:
                 # encode_entry's SAMEFIELDS case for one field (most XADDs): flags, diffs,
                 # the value (a cached encoding if short), lp-count 4.
                 value = fields[1]
@@ -284,7 +292,7 @@ class Stream:
                                  cached_element(value) or encode_element(value), _LP_COUNT_4,
                                  _EOF))
                 nbody = 5
-            elif fields[0::2] == names:
+            elif not nfields & 1 and fields[0::2] == names:
                 # The same for several fields.
                 values = fields[1::2]
                 encs = [*map(cached_element, values)]
@@ -295,6 +303,8 @@ class Stream:
                 body = b"".join([_SAMEFIELDS, ms_enc, seq_enc, *encs,
                                  int_cached(lp_count) or enc_int(lp_count), _EOF])
             else:
+                if nfields & 1 or not nfields:
+                    raise ValueError("fields must be a non-empty flat list of field/value pairs")
                 body, nbody = encode_entry(fields, ms_enc, seq_enc, False)
                 body += _EOF
             count = self._tail_count + 1
@@ -310,8 +320,9 @@ class Stream:
             # that reached NUMELE_UNKNOWN stays there, as in lpInsert.
             del buf[-1]
             buf += body
-            nele = (buf[4] | (buf[5] << 8)) + nbody
+            nele = self._tail_nele + nbody
             pack_header(buf, 0, len(buf), nele if nele < NUMELE_UNKNOWN else NUMELE_UNKNOWN)
+            self._tail_nele = nele
             self._tail_count = count
             self._tail_total = total + 1
 
@@ -339,6 +350,7 @@ class Stream:
         self._tail_names = names
         self._tail_count = 1
         self._tail_total = 1
+        self._tail_nele = lp.buf[4] | (lp.buf[5] << 8)
 
     # --- deleting ---------------------------------------------------------------
 

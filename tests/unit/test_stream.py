@@ -170,6 +170,15 @@ def test_bad_fields() -> None:
         with pytest.raises(ValueError):
             s.append(fields)  # type: ignore[arg-type]
     assert s.length == 0
+    # The same refused when a tail node exists, whatever its field names.
+    for names in ([b"a"], [b"a", b"b"]):
+        s = Stream()
+        s.append([x for name in names for x in (name, b"1")])
+        for fields in ([], [b"a"], [b"a", b"1", b"b"], [b"a", b"1", b"a"]):
+            with pytest.raises(ValueError):
+                s.append(fields)  # type: ignore[arg-type]
+        assert s.length == 1
+        check_invariants(s)
 
 
 def test_too_large(monkeypatch: pytest.MonkeyPatch) -> None:
