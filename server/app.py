@@ -13,12 +13,13 @@ from collections.abc import Callable
 from typing import Any
 
 from protocol.encoder import encode_into
-from server.blocking import Blocking, BlockRequest
+from server.blocking import POSTPONE, Blocking, BlockRequest
 from server.client import Client
 from server.config import Config
 from server.dispatch import CommandSpec, commands_processed, lookup, run_commands
 from server.errors import OOM_TEXT
 from server.log import Logger
+from server.pause import ClientPause
 from server.stats import Stats
 from storage.keyspace import Database
 
@@ -57,6 +58,7 @@ class Server:
         self.next_client_id = 1
         self.stats = Stats()
         self.blocking = Blocking(self)
+        self.pause = ClientPause(self)
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
         self.pending_writes: list[Client] = []
         self._before_sleep_scheduled = False
@@ -153,6 +155,11 @@ class Server:
     def block_or_answer(self, client: Client, request: BlockRequest, argv: list[bytes]) -> None:
         """A command asked to wait: block the client (not inside EXEC, which answers at once
         with the command's timeout reply)."""
+        if request is POSTPONE:
+            # The command runs again, with every check, once the pause ends.
+            client.pending_cmds.append(argv)
+            self.pause.postpone(client)
+            return
         if client.in_exec:
             self.write_reply(client, request.timeout_reply)
             return
@@ -269,6 +276,7 @@ class Server:
         client.closed = True
         self.clients.pop(client.id, None)
         self.blocking.remove_client(client)
+        self.pause.forget(client)
         self.unwatch_all(client)
         if client.monitor and client in self.monitors:
             self.monitors.remove(client)

@@ -44,9 +44,14 @@ class BlockRequest:
     unblock_on_nokey: bool = False
 
 
+# A command's answer when its client must wait for the end of a CLIENT PAUSE
+# (Server.block_or_answer postpones it).
+POSTPONE = BlockRequest([], 0, [], None)
+
+
 class BlockState:
     __slots__ = ("keys", "deadline", "argv", "timeout_reply", "timer", "spec", "key_type",
-                 "unblock_on_nokey")
+                 "unblock_on_nokey", "postponed")
 
     def __init__(self, keys: list[KeyRef], deadline: float | None, argv: list[bytes],
                  timeout_reply: Any, spec: CommandSpec, key_type: str = "stream",
@@ -59,6 +64,9 @@ class BlockState:
         self.spec = spec
         self.key_type = key_type
         self.unblock_on_nokey = unblock_on_nokey
+        # Waiting for the end of a CLIENT PAUSE (server/pause.py), on no key and with no
+        # timeout; its command waits in the client's pending commands.
+        self.postponed = False
 
 
 class Blocking:
@@ -96,6 +104,19 @@ class Blocking:
             if waiters is None:
                 waiters = self.blocking_keys[ref] = OrderedDict()
             waiters[client.id] = client
+
+    def postpone(self, client: Client) -> None:
+        """Block a client until the pause ends (server/pause.py)."""
+        state = BlockState([], None, [], None, None)  # type: ignore[arg-type]
+        state.postponed = True
+        client.blocked = state
+        self.blocked_clients += 1
+
+    def release_postponed(self, client: Client) -> None:
+        state = client.blocked
+        if state is not None and state.postponed:
+            client.blocked = None
+            self.blocked_clients -= 1
 
     def _detach(self, client: Client) -> BlockState | None:
         state = client.blocked
@@ -141,9 +162,10 @@ class Blocking:
             self.server.schedule_before_sleep()
 
     def unblock_by_request(self, client: Client, as_error: bool) -> bool:
-        """CLIENT UNBLOCK: False when the client is not blocked."""
+        """CLIENT UNBLOCK: False when the client is not blocked, or waits for the end of a
+        pause (Redis does not unblock those either)."""
         state = client.blocked
-        if state is None:
+        if state is None or state.postponed:
             return False
         if as_error:
             self.unblock(client, ErrorReply("UNBLOCKED client unblocked via CLIENT UNBLOCK"))

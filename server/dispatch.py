@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from protocol.encoder import ErrorReply, Raw, encode_into
-from server.blocking import BlockRequest
+from server.blocking import POSTPONE, BlockRequest
 from server.errors import OOM_TEXT, CommandError, unknown_command, unknown_subcommand, wrong_arity
 
 if TYPE_CHECKING:
@@ -153,6 +153,12 @@ _BY_SENT_NAME: dict[bytes, CommandSpec] = {}
 _BY_SENT_NAME_MAX = 1024
 
 
+def clear_fast_lookup() -> None:
+    """Send every command through _execute_checked until it refills the table (CLIENT PAUSE:
+    the checked path is where a command is postponed)."""
+    _BY_SENT_NAME.clear()
+
+
 def commands_processed() -> int:
     """INFO's total_commands_processed. A command counts in its spec's `calls` when it
     completes (call(), Blocking.unblock), and CONFIG RESETSTAT zeroes them all, so the total
@@ -238,11 +244,18 @@ def _execute_checked(client: Client, argv: list[bytes]) -> Any:
         spec.rejected_calls += 1
         return _reject(client, argv, wrong_arity(spec.fullname).message)
     name = argv[0]
-    if not spec.subcommands and spec.parent is None and len(_BY_SENT_NAME) < _BY_SENT_NAME_MAX:
+    pause = server.pause
+    if (not spec.subcommands and spec.parent is None and len(_BY_SENT_NAME) < _BY_SENT_NAME_MAX
+            and pause.mode is None):
         _BY_SENT_NAME[name] = spec
     if not client.authenticated and name.lower() not in _NO_AUTH:
         spec.rejected_calls += 1
         return _reject(client, argv, "NOAUTH Authentication required.")
+    # CLIENT PAUSE: the command waits for the end of the pause, unless it is refused (Redis
+    # makes the OOM and MISCONF checks before the pause's).
+    if (pause.mode is not None and pause.holds(client, spec)
+            and server.refuse_reason(client, spec) is None):
+        return POSTPONE
     if client.multi is not None and name.lower() not in _MULTI_IMMEDIATE:
         refusal = server.refuse_reason(client, spec)
         if refusal is None and "no-multi" in spec.flags:

@@ -125,7 +125,7 @@ class Database:
     """One numbered database."""
 
     __slots__ = ("id", "data", "expires", "clock", "on_expire", "active_expire_enabled",
-                 "_scan_index")
+                 "expiry_paused", "_scan_index")
 
     def __init__(self, db_id: int, clock: Callable[[], int] = now_ms) -> None:
         self.id = db_id
@@ -135,6 +135,9 @@ class Database:
         # Called with (db, key) after a key is deleted because its time passed.
         self.on_expire: Callable[[Database, bytes], None] | None = None
         self.active_expire_enabled = True  # DEBUG SET-ACTIVE-EXPIRE 0 turns the cycle off
+        # While True (the server's clients are paused), keys whose time passed read as
+        # missing but stay, so the data set does not change; the active cycle waits too.
+        self.expiry_paused = False
         self._scan_index: _ScanIndex | None = None
 
     def __len__(self) -> int:
@@ -142,10 +145,13 @@ class Database:
 
     # -- lookups with lazy expiry -------------------------------------------------------------
     def expire_if_needed(self, key: bytes) -> bool:
-        """Delete key if its time has passed; True when it was expired."""
+        """Delete key if its time has passed; True when it was expired (or its time passed
+        while expiry is paused: it is then kept)."""
         when = self.expires.get(key)
         if when is None or when > self.clock():
             return False
+        if self.expiry_paused:
+            return True
         del self.expires[key]
         self.data.pop(key, None)
         if self.on_expire is not None:
@@ -153,8 +159,8 @@ class Database:
         return True
 
     def get(self, key: bytes) -> object | None:
-        if self.expires and key in self.expires:
-            self.expire_if_needed(key)
+        if self.expires and key in self.expires and self.expire_if_needed(key):
+            return None
         return self.data.get(key)
 
     def __contains__(self, key: bytes) -> bool:
@@ -170,10 +176,13 @@ class Database:
             self.expires.pop(key, None)
 
     def add(self, key: bytes, value: object) -> None:
-        """Store a new key (the caller checked it is absent)."""
+        """Store a new key (the caller checked it is absent: it may still be held, expired,
+        while expiry is paused)."""
         if self._scan_index is not None:
             self._scan_index.pending.append(key)
         self.data[key] = value
+        if self.expires:
+            self.expires.pop(key, None)
 
     def delete(self, key: bytes) -> bool:
         """Remove key; False when it did not exist (or had just expired)."""
@@ -210,7 +219,7 @@ class Database:
         """One active-expire cycle, as Redis: sample keys with a TTL, delete the expired ones,
         repeat while more than a quarter of a sample was expired. Returns the keys removed."""
         removed: list[bytes] = []
-        if not self.active_expire_enabled:
+        if not self.active_expire_enabled or self.expiry_paused:
             return removed
         now = self.clock()
         for _ in range(max_rounds):

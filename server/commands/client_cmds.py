@@ -1,5 +1,5 @@
-"""CLIENT subcommands: ID, SETNAME, GETNAME, SETINFO, LIST, INFO, KILL, UNBLOCK, NO-EVICT,
-NO-TOUCH, HELP."""
+"""CLIENT subcommands: ID, SETNAME, GETNAME, SETINFO, LIST, INFO, KILL, UNBLOCK, PAUSE,
+UNPAUSE, NO-EVICT, NO-TOUCH, HELP."""
 
 from __future__ import annotations
 
@@ -250,6 +250,34 @@ def client_unblock(client: Client, argv: list[bytes]) -> object:
     return 1 if client.server.blocking.unblock_by_request(target, as_error) else 0
 
 
+@command("client|pause", -3, "admin noscript loading stale sentinel", categories=_ADMIN_CAT,
+         since="3.0.0", summary="Suspends commands processing.", group="connection")
+def client_pause(client: Client, argv: list[bytes]) -> object:
+    from server.commands.stream_args import parse_block_timeout
+    from server.pause import ALL, WRITE
+
+    if len(argv) > 4:
+        raise CommandError("ERR unknown subcommand or wrong number of arguments for "
+                           f"'{client_text(argv[1])}'. Try CLIENT HELP.")
+    timeout_ms = parse_block_timeout(argv[2], time.time_ns() // 1_000_000)
+    mode = ALL
+    if len(argv) == 4:
+        if eq(argv[3], b"write"):
+            mode = WRITE
+        elif not eq(argv[3], b"all"):
+            raise CommandError("ERR CLIENT PAUSE mode must be WRITE or ALL")
+    client.server.pause.pause(timeout_ms, mode)
+    return OK
+
+
+@command("client|unpause", 2, "admin noscript loading stale sentinel", categories=_ADMIN_CAT,
+         since="6.2.0", summary="Resumes processing commands from paused clients.",
+         group="connection")
+def client_unpause(client: Client, argv: list[bytes]) -> object:
+    client.server.pause.unpause()
+    return OK
+
+
 @command("client|help", 2, "loading stale", categories=_CAT, since="5.0.0",
          summary="Returns helpful text about the different subcommands.", group="connection")
 def client_help(client: Client, argv: list[bytes]) -> object:
@@ -284,6 +312,10 @@ def client_help(client: Client, argv: list[bytes]) -> object:
         "    Return information about client connections. Options:",
         "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
         "      Return clients of specified type.",
+        "UNPAUSE",
+        "    Stop the current client pause, resuming traffic.",
+        "PAUSE <timeout> [WRITE|ALL]",
+        "    Suspend all, or just write, clients for <timeout> milliseconds.",
         "SETNAME <name>",
         "    Assign the name <name> to the current connection.",
         "SETINFO <option> <value>",

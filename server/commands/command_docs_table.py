@@ -74,11 +74,15 @@ DOCS: dict[str, Doc] = {
         tips=_NONDET),
     "client|no-evict": Doc(_O1, "enabled{ON | OFF}"),
     "client|no-touch": Doc(_O1, "enabled{ON | OFF}"),
+    "client|pause": Doc(
+        _O1, "timeout:integer [mode{WRITE | ALL}@6.2.0]",
+        history=(("6.2.0", "`CLIENT PAUSE WRITE` mode added along with the `mode` option."),)),
     "client|setinfo": Doc(_O1, "attr{LIB-NAME libname | LIB-VER libver}", tips=_ALL_NODES_OK),
     "client|setname": Doc(_O1, "connection-name", tips=_ALL_NODES_OK),
     "client|unblock": Doc(
         "O(log N) where N is the number of client connections",
         "client-id:integer [unblock-type{TIMEOUT | ERROR}]"),
+    "client|unpause": Doc("O(N) Where N is the number of paused clients"),
     "echo": Doc(_O1, "message"),
     "hello": Doc(
         _O1, "[arguments(protover:integer [AUTH auth(username password)] "

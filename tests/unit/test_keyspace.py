@@ -111,6 +111,25 @@ def test_active_expire_can_be_disabled() -> None:
     assert db.active_expire() == [b"a"] and expired == [b"a"]
 
 
+def test_paused_expiry_hides_expired_keys_without_deleting_them() -> None:
+    clock = Clock()
+    db, expired = make_db(clock)
+    db.set(b"a", StringValue(b"1"))
+    db.set_expire(b"a", clock.now - 1)
+    db.set(b"b", StringValue(b"2"))
+    db.expiry_paused = True
+    assert db.get(b"a") is None and b"a" not in db
+    assert db.delete(b"a") is False
+    assert db.keys_matching(b"*") == [b"b"]
+    assert db.active_expire() == []
+    assert len(db) == 2 and expired == []  # still held, nothing propagated
+    db.add(b"a", StringValue(b"new"))  # a new key in its place has no TTL
+    assert db.get(b"a").data == b"new" and db.get_expire(b"a") is None  # type: ignore[union-attr]
+    db.set_expire(b"b", clock.now - 1)
+    db.expiry_paused = False
+    assert db.get(b"b") is None and expired == [b"b"] and len(db) == 1
+
+
 def test_avg_ttl() -> None:
     clock = Clock()
     db, _ = make_db(clock)
