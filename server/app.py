@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from protocol.encoder import encode_into
-from server.blocking import POSTPONE, Blocking, BlockRequest
+from server.blocking import POSTPONE, Blocking, BlockRequest, timeout_reply
 from server.client import Client
 from server.config import Config
 from server.dispatch import CommandSpec, commands_processed, lookup, run_commands
@@ -161,7 +161,7 @@ class Server:
             self.pause.postpone(client)
             return
         if client.in_exec:
-            self.write_reply(client, request.timeout_reply)
+            self.write_reply(client, timeout_reply(request.timeout_reply))
             return
         self.blocking.block(client, request, lookup(argv))
 

@@ -32,7 +32,7 @@ KeyRef = tuple[int, bytes]
 class BlockRequest:
     """Returned by a handler that must wait: the keys to wait on, the timeout in ms (0 = forever),
     the command to re-run when a key is ready (e.g. XREAD with `$` rewritten to the concrete ID),
-    and the reply to send on timeout."""
+    and the reply to send on timeout (or a function that makes it then: see timeout_reply())."""
 
     keys: list[bytes]
     timeout_ms: int
@@ -158,7 +158,7 @@ class Blocking:
         state = client.blocked
         if state is not None:
             state.timer = None
-            self.unblock(client, state.timeout_reply)
+            self.unblock(client, timeout_reply(state.timeout_reply))
             self.server.schedule_before_sleep()
 
     def unblock_by_request(self, client: Client, as_error: bool) -> bool:
@@ -170,7 +170,7 @@ class Blocking:
         if as_error:
             self.unblock(client, ErrorReply("UNBLOCKED client unblocked via CLIENT UNBLOCK"))
         else:
-            self.unblock(client, state.timeout_reply)
+            self.unblock(client, timeout_reply(state.timeout_reply))
         return True
 
     # -- waking -------------------------------------------------------------------------------
@@ -246,6 +246,12 @@ class Blocking:
         if state is None or state.deadline is None:
             return None
         return max(0, int((state.deadline - asyncio.get_event_loop().time()) * 1000))
+
+
+def timeout_reply(reply: Any) -> Any:
+    """A BlockRequest's timeout reply, made now when it is a function (WAITAOF answers the
+    counts as they are at the timeout)."""
+    return reply() if callable(reply) else reply
 
 
 def monotonic_ms() -> int:

@@ -30,7 +30,7 @@ class Client:
         "authenticated", "created", "last_interaction", "last_cmd", "multi", "multi_error",
         "watched", "cas_dirty", "in_exec", "blocked", "out", "close_after_reply", "closed",
         "monitor", "no_evict", "no_touch", "pending_write", "argv_bytes", "user",
-        "obl_soft_since", "pending_cmds",
+        "obl_soft_since", "pending_cmds", "aof_woff",
     )
 
     def __init__(self, client_id: int, server: Server, sink: ClientSink | None,
@@ -67,6 +67,7 @@ class Client:
         self.argv_bytes = 0
         self.obl_soft_since = 0.0
         self.pending_cmds: list[list[bytes]] = []
+        self.aof_woff = 0  # the AOF write pass that carried its last write (WAITAOF)
 
     def reply(self, value: Any) -> None:
         """Encode a reply into the output buffer and queue the client for the next write pass."""

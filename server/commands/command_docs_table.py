@@ -248,6 +248,8 @@ DOCS: dict[str, Doc] = {
         "O(N) where N is the count of clients watching or blocking on keys from both "
         "databases.", "index1:integer index2:integer"),
     "role": Doc(_O1),
+    "waitaof": Doc(_O1, "numlocal:integer numreplicas:integer timeout:integer",
+                   tips="request_policy:all_shards response_policy:agg_min"),
     "wait": Doc(_O1, "numreplicas:integer timeout:integer",
                 tips="request_policy:all_shards response_policy:agg_min"),
     "time": Doc(_O1, tips=_NONDET),

@@ -1,4 +1,5 @@
-"""Server commands: INFO, CONFIG, TIME, DEBUG, SHUTDOWN, SLOWLOG, ACL WHOAMI, MEMORY.
+"""Server commands: INFO, CONFIG, TIME, ROLE, WAIT, WAITAOF, DEBUG, SHUTDOWN, SLOWLOG, ACL WHOAMI,
+MEMORY.
 MONITOR lives in server.commands.monitor, COMMAND in server.commands.command_cmd."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from server.dispatch import command, container
 from server.errors import SYNTAX, CommandError
 from server.info import render_info
 from server.parsing import eq, parse_int
+from server.persistence.aof_wait import AOF_OFF_TEXT
 
 _ADMIN = "@admin @slow @dangerous"
 
@@ -57,6 +59,32 @@ def wait(client: Client, argv: list[bytes]) -> object:
     # No replica will ever acknowledge: wait out the timeout (0 = forever, until CLIENT
     # UNBLOCK), then answer 0, as Redis does without replicas. Inside MULTI: 0 at once.
     return BlockRequest([], timeout_ms, argv, 0)
+
+
+@command("waitaof", 4, "blocking", categories="@slow @blocking @connection",
+         summary="Blocks until all of the preceding write commands sent by the connection are "
+         "written to the append-only file of the master and/or replicas.", since="7.2.0",
+         tips="request_policy:all_shards response_policy:agg_min")
+def waitaof(client: Client, argv: list[bytes]) -> object:
+    numlocal = parse_int(argv[1])
+    if not 0 <= numlocal <= 1:
+        raise CommandError("ERR value is out of range, value must between 0 and 1")
+    numreplicas = parse_int(argv[2])
+    if numreplicas < 0:
+        raise CommandError("ERR value is out of range, must be positive")
+    timeout_ms = parse_block_timeout(argv[3], time.time_ns() // 1_000_000)
+    persistence = client.server.persistence
+    if numlocal and not persistence.aof_on:
+        raise CommandError(AOF_OFF_TEXT)
+    waiters = persistence.aof_waiters
+    woff = waiters.client_offset(client)
+    acklocal = waiters.local_acks(woff)
+    # No replica ever acknowledges: a replica count asked for waits out the timeout. Inside
+    # MULTI the counts are answered at once.
+    if (acklocal >= numlocal and not numreplicas) or client.in_exec:
+        return [acklocal, 0]
+    waiters.wait(client, woff, numlocal, numreplicas)
+    return BlockRequest([], timeout_ms, argv, lambda: waiters.reply_now(client))
 
 
 # -- CONFIG ----------------------------------------------------------------------------------

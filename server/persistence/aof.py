@@ -6,6 +6,9 @@ buffer with one write() and, with `appendfsync always`, one fdatasync(), before 
 of that event-loop batch is written. With `everysec` a worker thread fdatasyncs at most once per
 second; with `no` the kernel decides.
 
+Write passes are numbered (`write_seq`, counting those that wrote something) and `synced_seq`
+is the last pass known to be on disk, so WAITAOF can tell whether a client's writes are.
+
 A failed write (ENOSPC, EIO...) keeps the unwritten bytes in the buffer, sets the error that
 turns write commands into MISCONF errors, and is retried every pass; the file is truncated back
 to its last complete command so a short write never leaves half a command in the middle.
@@ -38,10 +41,14 @@ class FsyncWorker:
 
     def __init__(self, fsync: FsyncFn) -> None:
         self._fsync = fsync
-        self._jobs: queue.SimpleQueue[int] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[tuple[int, int]] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self.pending = 0  # jobs queued and not finished (aof_pending_bio_fsync)
         self.error: OSError | None = None  # last fsync failure, cleared by a success
+        self.synced_seq = 0  # the write pass the last successful fsync covered
+        # Called from the worker thread after each successful fsync (the owner makes it wake
+        # the event loop).
+        self.on_synced: Callable[[], None] = lambda: None
         self._lock = threading.Lock()
 
     def _ensure(self) -> None:
@@ -49,18 +56,22 @@ class FsyncWorker:
             self._thread = threading.Thread(target=self._run, name="aof-fsync", daemon=True)
             self._thread.start()
 
-    def fsync(self, fd: int) -> None:
+    def fsync(self, fd: int, seq: int = 0) -> None:
+        """Queue an fsync of fd, which holds the write passes up to seq."""
         with self._lock:
             self.pending += 1
         self._ensure()
-        self._jobs.put(fd)
+        self._jobs.put((fd, seq))
 
     def _run(self) -> None:
         while True:
-            fd = self._jobs.get()
+            fd, seq = self._jobs.get()
             try:
                 self._fsync(fd)
                 self.error = None
+                if seq > self.synced_seq:
+                    self.synced_seq = seq
+                    self.on_synced()
             except OSError as exc:
                 if exc.errno != errno.EBADF:
                     self.error = exc
@@ -94,6 +105,8 @@ class AofWriter:
         self.write_error: OSError | None = None
         self.fsync_error: OSError | None = None  # an `always` fsync that failed
         self.delayed_fsync = 0
+        self.write_seq = 0  # write passes that wrote something
+        self._synced_seq = 0  # the last of them fsynced here (the worker keeps its own)
         self.fresh = False  # commands were added since the owner last cleared this
         self.inject_errno = 0  # test hook (DEBUG AOF-WRITE-ERROR): writes fail with this errno
         # MULTI/EXEC: commands of a transaction are collected and written as one unit.
@@ -130,10 +143,16 @@ class AofWriter:
         if self.unsynced:
             try:
                 self.fsync_fn(fd)
+                self._synced_seq = self.write_seq
             except OSError:
                 pass
         os.close(fd)
         self.unsynced = False
+
+    @property
+    def synced_seq(self) -> int:
+        """The last write pass known to be on disk."""
+        return max(self._synced_seq, self.worker.synced_seq)
 
     @property
     def current_size(self) -> int:
@@ -209,6 +228,7 @@ class AofWriter:
             self.fsync_error = None
             self.unsynced = False
             self.last_fsync = time.monotonic()
+            self._synced_seq = self.write_seq
         return True
 
     def _write_buffer(self) -> bool:
@@ -229,6 +249,7 @@ class AofWriter:
             return False
         buf.clear()
         self.file_size += done
+        self.write_seq += 1
         if self.write_error is not None:
             self.write_error = None
         return True
@@ -255,7 +276,7 @@ class AofWriter:
         if self.worker.pending:
             self.delayed_fsync += 1  # the previous one is still running: try again next tick
             return
-        self.worker.fsync(self.fd)
+        self.worker.fsync(self.fd, self.write_seq)
         self.unsynced = False
         self.last_fsync = now
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from server.persistence.aof import AofWriter
 from server.persistence.aof_files import AofFiles
+from server.persistence.aof_wait import AofWaiters
 from server.persistence.fork import Child, spawn
 from server.persistence.loader import Loader
 from server.persistence_errors import StartupError
@@ -69,6 +70,8 @@ class Persistence:
         self.log = server.log
         self.writer = AofWriter(config["appendfsync"])
         self.writer.on_data = self._on_aof_data
+        self.writer.worker.on_synced = self._on_synced
+        self.aof_waiters = AofWaiters(self)
         self.files = AofFiles(config["appenddirname"], config["appendfilename"])
         self.loader = Loader(self)
         self._aof_state = OFF
@@ -125,6 +128,10 @@ class Persistence:
         self._feeding = on
         _register(self.server.propagate_hooks, self._feed, on)
         self._arm_refusal()
+
+    @property
+    def aof_on(self) -> bool:
+        return self._aof_state == ON
 
     @property
     def aof_state(self) -> str:
@@ -192,13 +199,25 @@ class Persistence:
         writers = self.batch_writers
         if writers:
             self.batch_writers = set()
+        ok = True
         if writer.buf or writer.unsynced or writer.error is not None:
             ok = writer.flush()
-            if not ok:
-                self._write_failed(writers if fresh else set())
-                return
+        # WAITAOF: the pass that carried these clients' writes (the next one if this failed).
+        seq = writer.write_seq if ok else writer.write_seq + 1
+        for client in writers:
+            client.aof_woff = seq
+        if not ok:
+            self._write_failed(writers if fresh else set())
+            return
         if writer.write_error is None and writer.fsync_error is None:
             self._write_recovered()
+        self.aof_waiters.progress()
+
+    def _on_synced(self) -> None:
+        """From the fsync worker thread: WAITAOF clients may be answered now."""
+        loop = self.server.loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.aof_waiters.progress)
 
     def _write_failed(self, writers: set[Client]) -> None:
         writer = self.writer
@@ -530,6 +549,7 @@ class Persistence:
             self.aof_state = OFF
             self.feeding = False
             self._release_all()
+            self.aof_waiters.aof_turned_off()
             self.log.notice("AOF disabled")
 
     def _set_appendfsync(self, value: str) -> None:

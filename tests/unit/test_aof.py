@@ -153,6 +153,42 @@ def test_no_policy_never_fsyncs_on_its_own(tmp_path) -> None:
     assert counter.calls == 1
 
 
+def test_write_passes_are_numbered_and_synced_ones_known(tmp_path) -> None:
+    """write_seq counts the passes that wrote something; synced_seq is the last one on disk,
+    whichever way it got there (WAITAOF compares them)."""
+    counter = FsyncCounter()
+    w = AofWriter("everysec", fsync=counter)
+    notified: list[int] = []
+    w.worker.on_synced = lambda: notified.append(w.worker.synced_seq)
+    w.open(str(tmp_path / "a.aof"))
+    assert (w.write_seq, w.synced_seq) == (0, 0)
+    w.feed(0, [b"SET", b"a", b"1"])
+    w.flush()
+    w.flush()  # nothing to write: not a pass
+    assert (w.write_seq, w.synced_seq) == (1, 0)
+    w.last_fsync = time.monotonic() - 1.5
+    w.background_fsync()
+    w.worker.drain()
+    assert w.synced_seq == 1 and notified == [1]
+    w.feed(0, [b"SET", b"a", b"2"])
+    w.flush()
+    w.policy = "always"
+    w.feed(0, [b"SET", b"a", b"3"])
+    w.flush()
+    assert (w.write_seq, w.synced_seq) == (3, 3)
+    w.policy = "no"
+    w.feed(0, [b"SET", b"a", b"4"])
+    w.flush()
+    assert (w.write_seq, w.synced_seq) == (4, 3)
+    w.inject_errno = 5  # a failed write is not a pass
+    w.feed(0, [b"SET", b"a", b"5"])
+    assert not w.flush()
+    assert w.write_seq == 4
+    w.inject_errno = 0
+    w.retire()  # the file is fsynced when it is retired
+    assert w.synced_seq == 4
+
+
 def test_short_write_is_cut_back_and_retried(tmp_path, monkeypatch) -> None:
     w = AofWriter("everysec")
     path = str(tmp_path / "a.aof")
