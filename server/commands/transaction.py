@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from protocol.encoder import NULL_ARRAY, OK, ErrorReply
-from server.blocking import BlockRequest
+from server.blocking import BlockRequest, timeout_reply
 from server.client import Client
 from server.dispatch import call, command, lookup
 from server.errors import CommandError
@@ -78,7 +78,7 @@ def exec_(client: Client, argv: list[bytes]) -> object:
                 continue
             reply = call(client, spec, queued_argv)
             if type(reply) is BlockRequest:  # BLOCK inside MULTI acts as a non-blocking read
-                reply = reply.timeout_reply
+                reply = timeout_reply(reply.timeout_reply)
             replies.append(reply)
     finally:
         client.in_exec = False
