@@ -72,6 +72,18 @@ def test_xadd_ids(r: redis.Redis) -> None:
         [b"7-9", [b"a", b"1", b"b", b"2"]]]
 
 
+def test_xadd_auto_ids_after_a_future_top_item(r: redis.Redis) -> None:
+    """`*` below the top item's ms continues its sequence (any size), stream by stream."""
+    future = 9_999_999_999_999
+    r.execute_command("XADD", "s", f"{future}-254", "f", "v")
+    assert r.execute_command("XADD", "s", "*", "f", "v") == b"%d-255" % future
+    assert r.execute_command("XADD", "s", "*", "f", "v") == b"%d-256" % future
+    now = r.execute_command("XADD", "t", "*", "f", "v")
+    assert int(now.split(b"-")[0]) < future and now.endswith(b"-0")
+    assert r.execute_command("XADD", "s", "*", "f", "v") == b"%d-257" % future
+    assert [e[0] for e in r.xrange("s")][-3:] == [b"%d-%d" % (future, n) for n in (255, 256, 257)]
+
+
 def test_xadd_errors(r: redis.Redis) -> None:
     r.execute_command("XADD", "s", "5-5", "f", "v")
     r.set("str", "x")
