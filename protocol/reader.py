@@ -643,16 +643,18 @@ def _all_canonical(buf: bytes | bytearray, pos: int, cmds: list[list[bytes]]) ->
     with the type bytes right its reading is Redis's. By induction on the items in buffer
     order, the first item of another type sits where we look, so none is missed."""
     off = pos
+    item_size = _ITEM_SIZE
     try:
         for cmd in cmds:
             if buf[off] != _STAR:
                 return False
-            off += 3 + len(str(len(cmd)))
+            k = len(cmd)
+            off += _HEADER_SIZE[k] if k < 1024 else 3 + len(str(k))
             for arg in cmd:
                 if buf[off] != _DOLLAR:
                     return False
                 n = len(arg)
-                off += n + 5 + len(str(n))
-    except IndexError:
+                off += item_size[n] if n < 8192 else n + 5 + len(str(n))
+    except IndexError:  # (past the end of buf: not where a canonical frame would be)
         return False
     return True

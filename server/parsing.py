@@ -13,10 +13,10 @@ INT64_MAX = 2**63 - 1
 def is_canonical_int(arg: bytes) -> bool:
     """string2ll rules: optional '-', no leading zeros, no '+', no spaces, fits int64."""
     n = len(arg)
+    if 0 < n < 19 and arg.isdigit():  # the usual case: a non-negative number that fits
+        return arg[0] != 48 or n == 1  # (48 == '0': "0" itself, but no leading zero)
     if n == 0 or n > 20:
         return False
-    if arg == b"0":
-        return True
     body = arg[1:] if arg[0] == 45 else arg  # 45 == '-'
     if not body or not body.isdigit() or body[0] == 48:  # 48 == '0'
         return False

@@ -178,6 +178,8 @@ def parse_id(arg: bytes, missing_seq: int = 0, strict: bool = False) -> StreamID
             if ms <= UINT64_MAX:
                 return (ms, missing_seq)
             raise InvalidStreamID()
+    elif not strict and (arg == b"-" or arg == b"+"):  # (XRANGE - +: _parse_generic's answer)
+        return MIN_ID if arg == b"-" else MAX_ID
     id, _ = _parse_generic(bytes(arg), missing_seq, strict, False)
     return id
 
