@@ -75,5 +75,6 @@ class AofWaiters:
 
 
 def _still_waiting(client: Client) -> bool:
-    state = client.blocked
-    return not client.closed and state is not None and state.spec.name == "waitaof"
+    state = client.blocked  # (a client waiting for a CLIENT PAUSE has a state without spec)
+    return (not client.closed and state is not None and state.spec is not None
+            and state.spec.name == "waitaof")
