@@ -255,6 +255,7 @@ DOCS: dict[str, Doc] = {
     "time": Doc(_O1, tips=_NONDET),
     # string
     "get": Doc(_O1, "key#0", keys=_keys(_RO_ACCESS)),
+    "strlen": Doc(_O1, "key#0", keys=_keys(_RO)),
     "set": Doc(
         _O1,
         "key#0 value [condition{NX | XX}@2.6.12] [GET@6.2.0] "

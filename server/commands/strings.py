@@ -1,4 +1,5 @@
-"""The minimal string type: SET and GET, so that type checks (WRONGTYPE) have a second type."""
+"""The minimal string type: SET, GET and STRLEN, so that type checks (WRONGTYPE) have a second
+type (and redis-cli --bigkeys can size strings)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,13 @@ def get_string(client: Client, key: bytes) -> bytes | None:
          summary="Returns the string value of a key.", group="string")
 def get(client: Client, argv: list[bytes]) -> object:
     return get_string(client, argv[1])
+
+
+@command("strlen", 2, "readonly fast", keys=(1, 1, 1), categories="@read @string @fast",
+         summary="Returns the length of a string value.", since="2.2.0", group="string")
+def strlen(client: Client, argv: list[bytes]) -> object:
+    value = get_string(client, argv[1])
+    return 0 if value is None else len(value)
 
 
 _EXPIRY_UNITS = {b"ex": (1000, False), b"px": (1, False), b"exat": (1000, True),

@@ -88,6 +88,17 @@ def test_set_get_and_options(c: Conn) -> None:
     assert c.call("GET", "a", "b") == arity("get")
 
 
+def test_strlen(c: Conn) -> None:
+    assert c.call("STRLEN", "k") == b":0\r\n"
+    assert c.call("SET", "k", "hello") == b"+OK\r\n"
+    assert c.call("STRLEN", "k") == b":5\r\n"
+    assert c.call("SET", "n", "12345678901234") == b"+OK\r\n"  # (an int-encoded string)
+    assert c.call("STRLEN", "n") == b":14\r\n"
+    assert c.call("STRLEN") == arity("strlen")
+    assert c.call("XADD", "s", "*", "f", "v").startswith(b"$")
+    assert c.call("STRLEN", "s") == WRONGTYPE
+
+
 def test_wrongtype_against_a_stream(c: Conn) -> None:
     added = c.call("XADD", "s", "*", "f", "v")
     if added.startswith(b"-ERR unknown command"):
