@@ -28,6 +28,8 @@ from storage.stream_node import (
 )
 from storage.stream_seek import seek_entry
 
+_from_bytes = int.from_bytes
+
 # Nodes handed to these functions are StreamNodes (node_layout, seek_entry).
 
 __all__ = [
@@ -145,6 +147,9 @@ def _forward(
                     e = off + b - 0x7F
                     fields[i] = data[off + 1 : e]
                     off = e + 1
+                elif b == 0xF2:  # 24-bit int (numbers up to 8,388,607: readings, counters)
+                    fields[i] = b"%d" % _from_bytes(data[off + 1 : off + 4], "little", signed=True)
+                    off += 5
                 else:
                     v, off = dec(data, off)
                     fields[i] = b"%d" % v if type(v) is int else v

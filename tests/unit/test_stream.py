@@ -231,6 +231,23 @@ def test_values_roundtrip_as_bytes() -> None:
     check_invariants(s)
 
 
+def test_integer_values_of_every_encoding_read_back_in_order() -> None:
+    """Entries with the master's fields (SAMEFIELDS) whose values take every listpack integer
+    encoding, at its bounds: forward and backward reads, in both shapes, give the text back."""
+    values = [b"%d" % v for v in (
+        0, 127, 128, 4095, -4096, 4096, -4097, 32767, -32768, 32768, -32769,
+        8388607, -8388608, 8388608, -8388609, 2147483647, -2147483648, 2147483648,
+        9223372036854775807, -9223372036854775808)]
+    s = Stream()
+    for i, value in enumerate(values):
+        s.append([b"n", value, b"s", b"x"], (1, i))
+    expected = [((1, i), [b"n", v, b"s", b"x"]) for i, v in enumerate(values)]
+    assert s.range(MIN_ID, MAX_ID) == expected
+    assert s.range(MIN_ID, MAX_ID, rev=True) == expected[::-1]
+    assert s.range_reply(MIN_ID, MAX_ID) == [[b"1-%d" % i, f] for (_, i), f in expected]
+    check_invariants(s)
+
+
 # --- node layout --------------------------------------------------------------------
 
 
