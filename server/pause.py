@@ -97,9 +97,6 @@ class ClientPause:
         """A postponed client went away."""
         self._postponed.pop(client.id, None)
 
-    def postponed_count(self) -> int:
-        return len(self._postponed)
-
 
 def _writes(argv: list[bytes]) -> bool:
     from server.dispatch import find
