@@ -49,6 +49,12 @@ def client_text(arg: bytes, limit: int | None = None) -> str:
     return _c_string(arg, limit).decode("utf-8", "surrogateescape")
 
 
+def subcommand_syntax_error(argv: list[bytes]) -> CommandError:
+    """addReplySubcommandSyntaxError: a known subcommand with arguments it does not take."""
+    return CommandError(f"ERR unknown subcommand or wrong number of arguments for "
+                        f"'{client_text(argv[1], 128)}'. Try {client_text(argv[0]).upper()} HELP.")
+
+
 def unknown_subcommand(sub: bytes, container: str) -> CommandError:
     return CommandError(f"ERR unknown subcommand '{client_text(sub, 128)}'. "
                         f"Try {container.upper()} HELP.")

@@ -8,7 +8,7 @@ import time
 from protocol.encoder import OK, Verbatim
 from server.client import Client
 from server.dispatch import command, container
-from server.errors import SYNTAX, CommandError, client_text
+from server.errors import SYNTAX, CommandError, client_text, subcommand_syntax_error
 from server.parsing import eq, parse_int
 
 container("client", -2, "sentinel", summary="A container for client connection commands.",
@@ -235,8 +235,7 @@ def client_no_touch(client: Client, argv: list[bytes]) -> object:
          "different connection.", group="connection")
 def client_unblock(client: Client, argv: list[bytes]) -> object:
     if len(argv) > 4:
-        raise CommandError("ERR unknown subcommand or wrong number of arguments for "
-                           f"'{client_text(argv[1])}'. Try CLIENT HELP.")
+        raise subcommand_syntax_error(argv)
     target_id = parse_int(argv[2])
     as_error = False
     if len(argv) == 4:
@@ -257,8 +256,7 @@ def client_pause(client: Client, argv: list[bytes]) -> object:
     from server.pause import ALL, WRITE
 
     if len(argv) > 4:
-        raise CommandError("ERR unknown subcommand or wrong number of arguments for "
-                           f"'{client_text(argv[1])}'. Try CLIENT HELP.")
+        raise subcommand_syntax_error(argv)
     timeout_ms = parse_block_timeout(argv[2], time.time_ns() // 1_000_000)
     mode = ALL
     if len(argv) == 4:

@@ -24,7 +24,7 @@ from server.commands.stream_args import (
     register_ref_hooks,
 )
 from server.dispatch import command, container
-from server.errors import CommandError, client_text
+from server.errors import CommandError, subcommand_syntax_error
 from server.parsing import eq
 from storage.consumer_group import (
     INVALID_ENTRIES_READ,
@@ -65,12 +65,6 @@ register_ref_hooks(_GroupRefs())
 # -- XGROUP ---------------------------------------------------------------------------------
 
 
-def _subcommand_error(argv: list[bytes]) -> CommandError:
-    """addReplySubcommandSyntaxError."""
-    return CommandError(f"ERR unknown subcommand or wrong number of arguments for "
-                        f"'{client_text(argv[1], 128)}'. Try {client_text(argv[0]).upper()} HELP.")
-
-
 def _prepare(client: Client, argv: list[bytes], sub: bytes) -> tuple[Stream | None, int, bool]:
     """What xgroupCommand does before dispatching: parse CREATE/SETID options, look the key
     up and check it exists (unless MKSTREAM) and, for the subcommands needing one, that the
@@ -91,7 +85,7 @@ def _prepare(client: Client, argv: list[bytes], sub: bytes) -> tuple[Stream | No
                 raise CommandError(ERR_ENTRIES_READ)
             i += 2
         else:
-            raise _subcommand_error(argv)
+            raise subcommand_syntax_error(argv)
     key = argv[2]
     stream = lookup_stream(client, key)
     if not mkstream:
@@ -111,7 +105,7 @@ container("xgroup", -2, summary="A container for consumer groups commands.", sin
 def xgroup_create(client: Client, argv: list[bytes]) -> object:
     stream, entries_read, _ = _prepare(client, argv, b"create")
     if len(argv) > 8:
-        raise _subcommand_error(argv)
+        raise subcommand_syntax_error(argv)
     key = argv[2]
     if argv[4] == b"$":
         last_id = stream.last_id if stream is not None else (0, 0)
@@ -134,7 +128,7 @@ def xgroup_create(client: Client, argv: list[bytes]) -> object:
 def xgroup_setid(client: Client, argv: list[bytes]) -> object:
     stream, entries_read, _ = _prepare(client, argv, b"setid")
     if len(argv) not in (5, 7):
-        raise _subcommand_error(argv)
+        raise subcommand_syntax_error(argv)
     assert stream is not None
     group = lookup_group(stream, argv[3])
     assert group is not None

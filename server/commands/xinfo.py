@@ -17,7 +17,7 @@ from server.commands.stream_args import (
     read_stream,
 )
 from server.dispatch import command, container
-from server.errors import NO_SUCH_KEY, CommandError, client_text
+from server.errors import NO_SUCH_KEY, CommandError, subcommand_syntax_error
 from server.parsing import eq
 from storage.stream import Stream
 from storage.stream_id import MAX_ID, MIN_ID, format_id
@@ -35,11 +35,6 @@ def register_full_groups_hook(hook: FullGroupsHook | None) -> None:
     _full_groups_hook = hook
 
 
-def _syntax_error(argv: list[bytes]) -> CommandError:
-    return CommandError(f"ERR unknown subcommand or wrong number of arguments for "
-                        f"'{client_text(argv[1], 128)}'. Try {client_text(argv[0]).upper()} HELP.")
-
-
 container("xinfo", -2, summary="A container for stream introspection commands.",
           since="5.0.0", group="stream")
 
@@ -55,14 +50,14 @@ def xinfo_stream(client: Client, argv: list[bytes]) -> object:
     count = 10
     if argc > 3:
         if not eq(argv[3], b"full"):
-            raise _syntax_error(argv)
+            raise subcommand_syntax_error(argv)
         full = True
         if argc == 6 and eq(argv[4], b"count"):
             count = parse_ll(argv[5])
             if count < 0:
                 count = 10  # as Redis: a negative COUNT is the default, 0 is everything
         elif argc != 4:
-            raise _syntax_error(argv)
+            raise subcommand_syntax_error(argv)
     info: dict[bytes, object] = {
         b"length": stream.length,
         b"radix-tree-keys": stream.node_count(),
