@@ -79,9 +79,9 @@ def waitaof(client: Client, argv: list[bytes]) -> object:
     waiters = persistence.aof_waiters
     woff = waiters.client_offset(client)
     acklocal = waiters.local_acks(woff)
-    # No replica ever acknowledges: a replica count asked for waits out the timeout. Inside
-    # MULTI the counts are answered at once.
-    if (acklocal >= numlocal and not numreplicas) or client.in_exec:
+    # No replica ever acknowledges: a replica count asked for waits out the timeout. (Inside
+    # MULTI the server answers the timeout reply at once: the counts as they are.)
+    if acklocal >= numlocal and not numreplicas:
         return [acklocal, 0]
     waiters.wait(client, woff, numlocal, numreplicas)
     return BlockRequest([], timeout_ms, argv, lambda: waiters.reply_now(client))
