@@ -46,7 +46,7 @@ ERR_ENTRIES_ADDED_NEGATIVE = "ERR entries_added must be positive"
 class _MsText:
     """The decimal text of the last XADD * ID's milliseconds. Formatting a 13-digit int costs
     more than the rest of the reply; under load many IDs share a millisecond (bench/RESULTS.md:
-    about 2.5% of an unpipelined XADD's instructions saved)."""
+    about 1.2% of an unpipelined XADD's instructions saved at 20 XADDs per ms)."""
 
     __slots__ = ("ms", "text")
 
