@@ -8,6 +8,11 @@ The count covers the interpreter and every C library it calls; it is a guide to 
 goes, not a time (a cache miss costs more than an add), so keep timing what you keep.
 
     python bench/bench_instructions.py "XADD s * f v" [--per-read 16] [--commands 5000]
+                                       [--per-ms 20]
+
+--per-ms N gives the stream a clock that moves one millisecond every N reads (about the rate
+of bench/run.py's unpipelined XADD load): under valgrind's slowness the wall clock would make
+every XADD start a new millisecond, whose ID text costs more than the usual next sequence.
 
 Needs valgrind (Debian's package). Takes about ten seconds per thousand commands.
 """
@@ -28,6 +33,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 _DRIVER = """
 import sys
 sys.path.insert(0, {here!r})
+if {per_ms}:
+    import itertools
+    import storage.stream
+    storage.stream._time_ns = itertools.count(1_700_000_000_000_000_000,
+                                              1_000_000 // {per_ms}).__next__
 from bench_inprocess import encode, make_server
 server, conns = make_server(50)
 chunk = encode({argv!r}) * {per_read}
@@ -39,8 +49,8 @@ server.before_sleep()
 """
 
 
-def instructions(argv: list[bytes], per_read: int, count: int) -> int:
-    script = _DRIVER.format(here=HERE, argv=argv, per_read=per_read, count=count)
+def instructions(argv: list[bytes], per_read: int, count: int, per_ms: int) -> int:
+    script = _DRIVER.format(here=HERE, argv=argv, per_read=per_read, count=count, per_ms=per_ms)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "driver.py")
         with open(path, "w") as fh:
@@ -61,12 +71,14 @@ def main() -> None:
     parser.add_argument("command", help='the command, split on spaces, e.g. "XADD s * f v"')
     parser.add_argument("--per-read", type=int, default=1, help="commands per socket read")
     parser.add_argument("--commands", type=int, default=5000, help="reads to count")
+    parser.add_argument("--per-ms", type=int, default=0,
+                        help="reads per millisecond of a fixed stream clock (0: wall clock)")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed (apt-get install -y valgrind)")
     argv = [a.encode() for a in args.command.split()]
-    base = instructions(argv, args.per_read, 0)
-    total = instructions(argv, args.per_read, args.commands)
+    base = instructions(argv, args.per_read, 0, args.per_ms)
+    total = instructions(argv, args.per_read, args.commands, args.per_ms)
     per_command = (total - base) / (args.commands * args.per_read)
     print(f"{per_command:,.0f} instructions per command ({sys.version.split()[0]}, "
           f"{sys.executable})")

@@ -77,6 +77,10 @@ class Server:
         self.start_time = time.time()
         self.shutdown_requested: asyncio.Future[bool] | None = None
         self.cron_loops = 0
+        # time.monotonic() as of the last cron tick, as Redis's server.unixtime: what a read
+        # stamps on its client (CLIENT LIST's idle=, the idle timeout: whole seconds) without
+        # reading the clock at every read.
+        self.cached_monotonic = time.monotonic()
         self.tcp_port = config["port"]
         self.loading = False
         self.persistence: Any = None  # server.persistence manager, when enabled
@@ -295,6 +299,7 @@ class Server:
     def cron(self) -> None:
         """serverCron: active expiry, client timeouts, stats sampling, persistence timers."""
         self.cron_loops += 1
+        self.cached_monotonic = time.monotonic()
         try:
             for db in self.dbs:
                 if db.expires:
@@ -306,7 +311,7 @@ class Server:
                 self.used_memory = rss_bytes()
             idle_timeout = self.config["timeout"]
             if idle_timeout:
-                now = time.monotonic()
+                now = self.cached_monotonic
                 for client in list(self.clients.values()):
                     if (client.blocked is None and not client.monitor
                             and now - client.last_interaction > idle_timeout

@@ -28,8 +28,6 @@ UNAUTH_OUTPUT_LIMIT = 16384 + 1024
 
 MAX_CLIENTS_TEXT = "ERR max number of clients reached"
 
-_monotonic = time.monotonic
-
 # A read this big comes from a client sending faster than it is served. It then sits out one
 # loop iteration, so that the other clients are served between its reads (libuv reads such a
 # socket up to 32 times, 8 MiB, per wake-up; Redis reads 16 KiB per client per iteration).
@@ -122,7 +120,7 @@ class Connection(asyncio.Protocol):
         server = self.server
         size = len(data)
         server.stats.net_input_bytes += size
-        client.last_interaction = _monotonic()
+        client.last_interaction = server.cached_monotonic
         reader = self.reader
         # The common read: complete commands and nothing buffered before them (so no limit
         # can apply), few enough to need no output-limit checks in between.
