@@ -239,6 +239,10 @@ class Config:
         if at_runtime and not spec.mutable:
             raise ConfigError("can't set immutable config")
         value = spec.parse(text)
+        if spec.name == "client-output-buffer-limit":
+            # Only the classes named change, as in Redis (CONFIG SET and file lines alike), so
+            # a file's one line per class, as CONFIG REWRITE writes them, adds up.
+            value = {**self._values[spec.name], **value}
         self._values[spec.name] = value
         for listener in self._listeners.get(spec.name, ()):
             listener(value)
@@ -347,9 +351,10 @@ def load_config(argv: list[str]) -> Config:
             raise _fatal(line.lineno, line.text, "Bad directive or wrong number of arguments")
         try:
             if spec.name == "save":
-                # Multiple save directives accumulate; the first one replaces the defaults.
+                # Multiple save directives accumulate; the first one replaces the defaults,
+                # and `save ""` clears every rule so far (as in redis-server).
                 rules = _save_rules(line.value)
-                base = config["save"] if save_seen else []
+                base = config["save"] if save_seen and rules else []
                 config._values["save"] = base + rules
                 save_seen = True
             else:

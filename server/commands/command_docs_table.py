@@ -206,6 +206,7 @@ DOCS: dict[str, Doc] = {
                            "call"),)),
     "config|help": Doc(_O1),
     "config|resetstat": Doc(_O1, tips=_ALL_NODES_OK),
+    "config|rewrite": Doc(_O1, tips=_ALL_NODES_OK),
     "config|set": Doc(
         "O(N) when N is the number of configuration parameters provided",
         "data(parameter value)...",

@@ -5,6 +5,7 @@ MONITOR lives in server.commands.monitor, COMMAND in server.commands.command_cmd
 from __future__ import annotations
 
 import math
+import os
 import re
 import time
 
@@ -15,6 +16,7 @@ from server.commands import command_cmd, monitor  # noqa: F401 - register COMMAN
 from server.commands.help import help_reply
 from server.commands.stream_args import parse_block_timeout
 from server.config import ConfigError
+from server.config_rewrite import rewrite_config_file
 from server.dispatch import command, container
 from server.errors import SYNTAX, CommandError
 from server.info import render_info
@@ -163,6 +165,23 @@ def config_resetstat(client: Client, argv: list[bytes]) -> object:
     return OK
 
 
+@command("config|rewrite", 2, "admin noscript loading stale", categories=_ADMIN, since="2.8.0",
+         group="server", summary="Persists the effective configuration to file.")
+def config_rewrite(client: Client, argv: list[bytes]) -> object:
+    server = client.server
+    if not server.config.config_file:
+        raise CommandError("ERR The server is running without a config file")
+    try:
+        # `dir` is written as the working directory, which the server chdir()ed into.
+        rewrite_config_file(server.config, os.getcwd())
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        server.log.warning(f"CONFIG REWRITE failed: {reason}")
+        raise CommandError(f"ERR Rewriting config file: {reason}") from None
+    server.log.warning("CONFIG REWRITE executed with success.")  # at warning level, as Redis
+    return OK
+
+
 @command("config|help", 2, "loading stale", categories="@slow", since="5.0.0", group="server",
          summary="Returns helpful text about the different subcommands.")
 def config_help(client: Client, argv: list[bytes]) -> object:
@@ -170,6 +189,7 @@ def config_help(client: Client, argv: list[bytes]) -> object:
         "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
         "SET <directive> <value>", "    Set the configuration <directive> to <value>.",
         "RESETSTAT", "    Reset statistics reported by the INFO command.",
+        "REWRITE", "    Rewrite the configuration file.",
     ])
 
 

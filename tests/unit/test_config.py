@@ -171,6 +171,16 @@ def test_load_config_file_then_flags(tmp_path: Path) -> None:
     assert config.config_file == str(conf)
 
 
+def test_load_config_empty_save_clears_earlier_rules(tmp_path: Path) -> None:
+    """`save ""` after save lines (e.g. a file's, then --save "") turns snapshots off, as in
+    redis-server; a later save line starts over from no rules."""
+    conf = tmp_path / "x.conf"
+    conf.write_text("save 900 1\nsave 60 5\n")
+    assert load_config([str(conf), "--save", ""])["save"] == []
+    conf.write_text('save 900 1\nsave ""\nsave 60 5\n')
+    assert load_config([str(conf)])["save"] == [(60, 5)]
+
+
 def test_load_config_errors_name_the_line(tmp_path: Path) -> None:
     conf = tmp_path / "bad.conf"
     conf.write_text("# comment\nport 7001\nbogus-directive 1\n")
