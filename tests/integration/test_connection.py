@@ -8,6 +8,9 @@ after 7.0 (CLIENT SETINFO / NO-TOUCH, HELLO's version) is checked for xstreamd o
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -62,6 +65,38 @@ def test_unknown_command_and_case_insensitive_names(c: Conn) -> None:
 
 
 # -- HELLO --------------------------------------------------------------------------------------
+def _server_side_timers(port: int) -> list[str]:
+    """The `timer:(...)` of each established socket whose local port is the server's, once
+    none shows a pending retransmission ("on"; it comes first right after a reply)."""
+    deadline = time.monotonic() + 5
+    while True:
+        out = subprocess.run(["ss", "-tnoH", "state", "established", f"( sport = :{port} )"],
+                             capture_output=True, text=True, check=True).stdout
+        timers = [line.split("timer:", 1)[1] if "timer:" in line else ""
+                  for line in out.splitlines()]
+        if not any(timer.startswith("(on,") for timer in timers) or time.monotonic() > deadline:
+            return timers
+        time.sleep(0.05)
+
+
+@pytest.mark.skipif(shutil.which("ss") is None, reason="needs ss (iproute2)")
+def test_tcp_keepalive_on_accepted_connections(c: Conn, srv: ServerProcess) -> None:
+    """tcp-keepalive (300 by default) arms the kernel's keep-alive timer on each accepted
+    socket, as anetKeepAlive does; 0 leaves new connections without it."""
+    c.call("PING")
+    timers = _server_side_timers(srv.port)
+    assert timers and all(timer.startswith("(keepalive,") for timer in timers)
+    assert c.call("CONFIG", "SET", "tcp-keepalive", "0") == b"+OK\r\n"
+    try:
+        other = Conn(srv)
+        other.call("PING")
+        assert len(_server_side_timers(srv.port)) == len(timers) + 1
+        assert "" in _server_side_timers(srv.port)  # the new one has no timer
+        other.close()
+    finally:
+        c.call("CONFIG", "SET", "tcp-keepalive", "300")
+
+
 def test_hello_default_keeps_resp2(c: Conn) -> None:
     reply = c.call("HELLO")
     assert reply.startswith(b"*14\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n")
