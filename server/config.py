@@ -276,9 +276,15 @@ class ConfigLine:
         self.value = value
 
 
+def split_config_line(line: str) -> list[str]:
+    """A config line's words, quotes read as the loader reads them; ValueError when a quote is
+    not closed."""
+    return shlex.split(line, comments=False, posix=True)
+
+
 def _split_line(line: str, lineno: int) -> list[str]:
     try:
-        return shlex.split(line, comments=False, posix=True)
+        return split_config_line(line)
     except ValueError:
         raise _fatal(lineno, line, "Unbalanced quotes in configuration line") from None
 
