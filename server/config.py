@@ -58,24 +58,33 @@ def _int_range(lo: int, hi: int) -> Callable[[str], int]:
     return parse
 
 
-def _mem_range(lo: int, hi: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
+class MemoryRange:
+    """The parser of a memory option (a byte count within [lo, hi], units allowed). A class
+    rather than a closure so that CONFIG REWRITE can tell these options by their parser."""
+
+    def __init__(self, lo: int, hi: int) -> None:
+        self.lo = lo
+        self.hi = hi
+
+    def __call__(self, text: str) -> int:
         value = parse_memory(text)
-        if not lo <= value <= hi:
-            raise ConfigError(f"argument must be between {lo} and {hi} inclusive")
+        if not self.lo <= value <= self.hi:
+            raise ConfigError(f"argument must be between {self.lo} and {self.hi} inclusive")
         return value
 
-    return parse
 
+class Choice:
+    """The parser of an enum option (one of `choices`, any case); a class for the same reason."""
 
-def _enum(*choices: str) -> Callable[[str], str]:
-    def parse(text: str) -> str:
+    def __init__(self, *choices: str) -> None:
+        self.choices = choices
+
+    def __call__(self, text: str) -> str:
         low = text.lower()
-        if low not in choices:
-            raise ConfigError("argument(s) must be one of the following: " + ", ".join(choices))
+        if low not in self.choices:
+            raise ConfigError("argument(s) must be one of the following: "
+                              + ", ".join(self.choices))
         return low
-
-    return parse
 
 
 def _string(text: str) -> str:
@@ -159,7 +168,7 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("databases", 16, _int_range(1, 2**31 - 1), mutable=False),
     OptionSpec("requirepass", "", _string),
     OptionSpec("protected-mode", True, parse_bool),
-    OptionSpec("loglevel", "notice", _enum("debug", "verbose", "notice", "warning", "nothing")),
+    OptionSpec("loglevel", "notice", Choice("debug", "verbose", "notice", "warning", "nothing")),
     OptionSpec("logfile", "", _string, mutable=False),
     OptionSpec("dir", ".", _string),
     OptionSpec("maxclients", 10000, _int_range(1, 2**32 - 1)),
@@ -168,8 +177,8 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("hz", 10, _hz),
     OptionSpec("daemonize", False, parse_bool, mutable=False),
     OptionSpec("pidfile", "", _string, mutable=False),
-    OptionSpec("proto-max-bulk-len", 512 * 1024 * 1024, _mem_range(1024 * 1024, _MAX)),
-    OptionSpec("client-query-buffer-limit", 1024**3, _mem_range(1024 * 1024, _MAX)),
+    OptionSpec("proto-max-bulk-len", 512 * 1024 * 1024, MemoryRange(1024 * 1024, _MAX)),
+    OptionSpec("client-query-buffer-limit", 1024**3, MemoryRange(1024 * 1024, _MAX)),
     OptionSpec(
         "client-output-buffer-limit",
         {"normal": (0, 0, 0), "replica": (256 * 1024**2, 64 * 1024**2, 60),
@@ -177,19 +186,19 @@ OPTIONS: list[OptionSpec] = [
         _client_output_buffer_limit,
         render=_render_obl,
     ),
-    OptionSpec("maxmemory", 0, _mem_range(0, _ULLONG_MAX)),
+    OptionSpec("maxmemory", 0, MemoryRange(0, _ULLONG_MAX)),
     OptionSpec(
         "maxmemory-policy", "noeviction",
-        _enum("volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru",
+        Choice("volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru",
               "allkeys-lfu", "allkeys-random", "noeviction"),
     ),
-    OptionSpec("stream-node-max-bytes", 4096, _mem_range(0, _MAX)),
+    OptionSpec("stream-node-max-bytes", 4096, MemoryRange(0, _MAX)),
     OptionSpec("stream-node-max-entries", 100, _int_range(0, _MAX)),
     OptionSpec("appendonly", True, parse_bool),
     OptionSpec("appendfilename", "appendonly.aof", _string, mutable=False),
-    OptionSpec("appendfsync", "everysec", _enum("everysec", "always", "no")),
+    OptionSpec("appendfsync", "everysec", Choice("everysec", "always", "no")),
     OptionSpec("auto-aof-rewrite-percentage", 100, _int_range(0, 2**31 - 1)),
-    OptionSpec("auto-aof-rewrite-min-size", 64 * 1024**2, _mem_range(0, _MAX)),
+    OptionSpec("auto-aof-rewrite-min-size", 64 * 1024**2, MemoryRange(0, _MAX)),
     OptionSpec("aof-load-truncated", True, parse_bool),
     OptionSpec("appenddirname", "appendonlydir", _string, mutable=False),
     OptionSpec("aof-use-rdb-preamble", True, parse_bool),  # Redis's default since 5.0
@@ -201,7 +210,7 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("slowlog-max-len", 128, _int_range(0, 2**63 - 1)),
     OptionSpec("latency-monitor-threshold", 0, _int_range(0, _MAX)),
     OptionSpec("notify-keyspace-events", "", _string),
-    OptionSpec("enable-debug-command", "local", _enum("no", "yes", "local"), mutable=False),
+    OptionSpec("enable-debug-command", "local", Choice("no", "yes", "local"), mutable=False),
 ]
 
 _BY_NAME: dict[str, OptionSpec] = {}
