@@ -12,7 +12,9 @@ goes, not a time (a cache miss costs more than an add), so keep timing what you 
 
 --per-ms N gives the stream a clock that moves one millisecond every N reads (about the rate
 of bench/run.py's unpipelined XADD load): under valgrind's slowness the wall clock would make
-every XADD start a new millisecond, whose ID text costs more than the usual next sequence.
+every XADD start a new millisecond, whose ID text costs more than the usual next sequence. It
+also makes the command timer read 4 us per command, a usual duration outside valgrind, so the
+per-command statistics (counted by duration) see what they see in real runs.
 
 Needs valgrind (Debian's package). Takes about ten seconds per thousand commands.
 """
@@ -36,15 +38,30 @@ sys.path.insert(0, {here!r})
 if {per_ms}:
     import itertools
     import storage.stream
+    import server.dispatch
     storage.stream._time_ns = itertools.count(1_700_000_000_000_000_000,
                                               1_000_000 // {per_ms}).__next__
+    # Every command takes 4 us by the command timer (two readings each): under valgrind the
+    # real durations are ~50 times longer and spread over many values.
+    server.dispatch._now_ns = itertools.count(0, 4_000).__next__
+import gc
 from bench_inprocess import encode, make_server
 server, conns = make_server(50)
 chunk = encode({argv!r}) * {per_read}
-for i in range(500 + {count}):
-    conns[i % 50].data_received(chunk)
-    if i % 50 == 49:
-        server.before_sleep()
+
+def reads(first, last):
+    for i in range(first, last):
+        conns[i % 50].data_received(chunk)
+        if i % 50 == 49:
+            server.before_sleep()
+
+
+reads(0, 500)
+# Whether a full collection (which walks every object, so costs millions of instructions)
+# falls among the measured commands would swing the result by ~1%.
+gc.collect()
+gc.freeze()
+reads(500, 500 + {count})
 server.before_sleep()
 """
 
@@ -59,6 +76,7 @@ def instructions(argv: list[bytes], per_read: int, count: int, per_ms: int) -> i
             ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
              path],
             capture_output=True, text=True, check=True,
+            env={**os.environ, "PYTHONHASHSEED": "0"},  # the same dict layouts every run
         )
     match = re.search(r"Collected : (\d+)", done.stderr)
     if match is None:
