@@ -13,11 +13,13 @@ from collections.abc import Callable
 from typing import Any
 
 from protocol.encoder import encode_into
+from server import command_stats
 from server.blocking import POSTPONE, Blocking, BlockRequest, timeout_reply
 from server.client import Client
 from server.config import Config
-from server.dispatch import CommandSpec, commands_processed, lookup, run_commands
+from server.dispatch import CommandSpec, all_specs, commands_processed, lookup, run_commands
 from server.errors import OOM_TEXT
+from server.latency import LatencyMonitor
 from server.log import Logger
 from server.pause import ClientPause
 from server.stats import Stats
@@ -87,12 +89,22 @@ class Server:
         self.debug_handlers: dict[str, Callable[[Client, list[bytes]], Any]] = {}
         self.used_memory = 0  # RSS, refreshed by the cron; what maxmemory is checked against
         config.on_change("loglevel", self.log.set_level)
-        # Read on every command: kept as an attribute rather than looked up in the config.
+        # Read on every command: kept as attributes rather than looked up in the config.
         # slowlog-log-slower-than, with "never" (a negative value) as a duration no command
-        # reaches: one comparison per command.
+        # reaches, and latency-monitor-threshold (ms, 0 = off) likewise; notable_us is the
+        # lower of the two, so a command makes one comparison for both.
+        self.latency = LatencyMonitor(config)
         self.slowlog_min_us = 0
+        self.latency_min_us = 0
+        self.notable_us = 0
         self._set_slowlog_threshold(config["slowlog-log-slower-than"])
         config.on_change("slowlog-log-slower-than", self._set_slowlog_threshold)
+        self._set_latency_threshold(config["latency-monitor-threshold"])
+        config.on_change("latency-monitor-threshold", self._set_latency_threshold)
+        self.latency_tracking: bool = config["latency-tracking"]
+        config.on_change("latency-tracking", self._set_latency_tracking)
+        if not self.latency_tracking:
+            command_stats.set_tracking(all_specs(), False)
         self.maxmemory: int = config["maxmemory"]
         config.on_change("maxmemory", lambda value: setattr(self, "maxmemory", value))
         self.query_buffer_limit: int = config["client-query-buffer-limit"]
@@ -233,6 +245,16 @@ class Server:
 
     def _set_slowlog_threshold(self, value: int) -> None:
         self.slowlog_min_us = value if value >= 0 else 1 << 64
+        self.notable_us = min(self.slowlog_min_us, self.latency_min_us)
+
+    def _set_latency_tracking(self, on: bool) -> None:
+        if on != self.latency_tracking:
+            self.latency_tracking = on
+            command_stats.set_tracking(all_specs(), on)
+
+    def _set_latency_threshold(self, value_ms: int) -> None:
+        self.latency_min_us = value_ms * 1000 if value_ms else 1 << 64
+        self.notable_us = min(self.slowlog_min_us, self.latency_min_us)
 
     def _set_output_limits(self, limits: dict[str, tuple[int, int, int]]) -> None:
         normal = limits.get("normal")
@@ -244,6 +266,17 @@ class Server:
             reader = getattr(client.sink, "reader", None)
             if reader is not None:
                 reader.proto_max_bulk_len = limit
+
+    def note_slow_command(self, client: Client, spec: CommandSpec, argv: list[bytes],
+                          elapsed_us: int, reply: Any) -> None:
+        """A command took at least the slowlog's or the latency monitor's threshold. (The
+        latency monitor, as Redis's, leaves out runs of a command that blocks.)"""
+        if elapsed_us >= self.slowlog_min_us:
+            self.slowlog_add(client, spec, argv, elapsed_us)
+        if (elapsed_us >= self.latency_min_us and client.blocked is None
+                and type(reply) is not BlockRequest):
+            self.latency.add("fast-command" if "fast" in spec.flags else "command",
+                             elapsed_us // 1000)
 
     def slowlog_add(self, client: Client, spec: CommandSpec, argv: list[bytes],
                     elapsed_us: int) -> None:
@@ -301,9 +334,12 @@ class Server:
         self.cron_loops += 1
         self.cached_monotonic = time.monotonic()
         try:
+            started = time.perf_counter()
             for db in self.dbs:
                 if db.expires:
                     db.active_expire()
+            self.latency.add_if_needed("expire-cycle",
+                                       int((time.perf_counter() - started) * 1000))
             self.stats.sample(commands_processed())
             if self.config["maxmemory"]:
                 from server.info import rss_bytes

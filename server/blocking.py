@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from protocol.encoder import ErrorReply
+from server import command_stats
 from storage.keyspace import type_name
 
 if TYPE_CHECKING:
@@ -136,7 +137,9 @@ class Blocking:
         state = self._detach(client)
         if state is None:
             return
-        state.spec.calls += 1  # (total_commands_processed is the sum of the calls)
+        # It completes now: one call, of the time it ran (server/command_stats.py).
+        command_stats.record(state.spec, client.block_exec_us)
+        client.block_exec_us = 0
         if state.timer is not None:
             state.timer.cancel()
         client.blocked = None
@@ -152,6 +155,7 @@ class Blocking:
         if state.timer is not None:
             state.timer.cancel()
         client.blocked = None
+        client.block_exec_us = 0
         self.blocked_clients -= 1
 
     def _on_timeout(self, client: Client) -> None:
@@ -225,6 +229,9 @@ class Blocking:
         if state.timer is not None:
             state.timer.cancel()
         client.blocked = None
+        # call() counted the run that answered, with its own time only: the earlier runs,
+        # which found nothing and waited again, are not in its usec.
+        client.block_exec_us = 0
         self.blocked_clients -= 1
         client.reply(reply)
         self.server.resume_client(client)

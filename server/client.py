@@ -30,7 +30,7 @@ class Client:
         "authenticated", "created", "last_interaction", "last_cmd", "multi", "multi_error",
         "watched", "cas_dirty", "in_exec", "blocked", "out", "close_after_reply", "closed",
         "monitor", "no_evict", "no_touch", "pending_write", "argv_bytes", "user",
-        "obl_soft_since", "pending_cmds", "aof_woff",
+        "obl_soft_since", "pending_cmds", "aof_woff", "block_exec_us",
     )
 
     def __init__(self, client_id: int, server: Server, sink: ClientSink | None,
@@ -57,6 +57,8 @@ class Client:
         self.cas_dirty = False  # a WATCHed key was touched
         self.in_exec = False
         self.blocked: BlockState | None = None
+        # How long the command it is blocked on has run so far (its latency once it completes).
+        self.block_exec_us = 0
         self.out = bytearray()
         self.pending_write = False
         self.close_after_reply = False

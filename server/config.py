@@ -7,6 +7,7 @@ them back in Redis's text form.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -137,6 +138,31 @@ def _render_obl(limits: dict[str, tuple[int, int, int]]) -> str:
                     for cls, (h, s, secs) in limits.items())
 
 
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?inf(?:inity)?",
+                      re.IGNORECASE)
+
+
+def _percentiles(text: str) -> list[float]:
+    """latency-tracking-info-percentiles: numbers in [0, 100] ("" for none), as strtold reads
+    them (no spaces around, no NaN)."""
+    values = []
+    for word in text.split(" ") if text else []:
+        if not _DECIMAL.fullmatch(word):
+            raise ConfigError("Invalid latency-tracking-info-percentiles parameters")
+        value = float(word)
+        if not 0.0 <= value <= 100.0:
+            raise ConfigError("latency-tracking-info-percentiles parameters should sit between "
+                              "[0.0,100.0]")
+        values.append(value)
+    return values
+
+
+def _render_percentiles(values: list[float]) -> str:
+    from server.latency_histogram import format_percentile
+
+    return " ".join(map(format_percentile, values))
+
+
 def _hz(text: str) -> int:
     """Any int is accepted; the value is clamped to 1..500 (CONFIG_MIN_HZ/CONFIG_MAX_HZ)."""
     return min(500, max(1, _int_range(0, 2**31 - 1)(text)))
@@ -209,6 +235,9 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("slowlog-log-slower-than", 10000, _int_range(-1, _MAX)),
     OptionSpec("slowlog-max-len", 128, _int_range(0, 2**63 - 1)),
     OptionSpec("latency-monitor-threshold", 0, _int_range(0, _MAX)),
+    OptionSpec("latency-tracking", True, parse_bool),
+    OptionSpec("latency-tracking-info-percentiles", [50.0, 99.0, 99.9], _percentiles,
+               render=_render_percentiles),
     OptionSpec("notify-keyspace-events", "", _string),
     OptionSpec("enable-debug-command", "local", Choice("no", "yes", "local"), mutable=False),
 ]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from protocol.encoder import ErrorReply, Raw, encode_into
+from server import command_stats
 from server.blocking import POSTPONE, BlockRequest
 from server.errors import OOM_TEXT, CommandError, unknown_command, unknown_subcommand, wrong_arity
 
@@ -55,9 +56,11 @@ class CommandSpec:
     # Keys found after a keyword (XREAD/XREADGROUP's STREAMS): half of what follows it.
     key_keyword: str | None = None
     fullname_bytes: bytes = b""  # "client|list", cached for CLIENT LIST's cmd= field
-    # statistics for INFO commandstats
-    calls: int = 0
-    usec: int = 0
+    # Statistics: completed calls by duration in whole microseconds, behind calls, usec and
+    # the latency histograms (server/command_stats.py), and latency-tracking's bookkeeping.
+    durations: dict[int, int] = field(default_factory=dict)
+    untracked: dict[int, int] = field(default_factory=dict)
+    off_base: dict[int, int] | None = None
     rejected_calls: int = 0
     failed_calls: int = 0
     is_write: bool = False
@@ -66,6 +69,14 @@ class CommandSpec:
 
     def __post_init__(self) -> None:
         self.may_refuse = self.is_write or self.denyoom
+
+    @property
+    def calls(self) -> int:
+        return command_stats.calls(self)
+
+    @property
+    def usec(self) -> int:
+        return command_stats.usec(self)
 
     @property
     def fullname(self) -> str:
@@ -159,10 +170,15 @@ def clear_fast_lookup() -> None:
     _BY_SENT_NAME.clear()
 
 
+def all_specs() -> list[CommandSpec]:
+    """Every command and subcommand."""
+    return [one for spec in COMMANDS.values() for one in (spec, *spec.subcommands.values())]
+
+
 def commands_processed() -> int:
     """INFO's total_commands_processed. A command counts in its spec's `calls` when it
     completes (call(), Blocking.unblock), and CONFIG RESETSTAT zeroes them all, so the total
-    is their sum: the hot path keeps one counter instead of two."""
+    is their sum: the hot path keeps no counter of its own."""
     return sum(spec.calls + sum(sub.calls for sub in spec.subcommands.values())
                for spec in COMMANDS.values())
 
@@ -323,9 +339,15 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
     if server.monitors and client.blocked is None and "admin" not in spec.flags:
         server.feed_monitors(client, argv)
     elapsed_us = (_now_ns() - start) // 1000
-    spec.usec += elapsed_us
     if type(reply) is not BlockRequest or client.in_exec:  # (EXEC answers it at once)
-        spec.calls += 1
-    if elapsed_us >= server.slowlog_min_us:
-        server.slowlog_add(client, spec, argv, elapsed_us)
+        # Its calls, usec and latency (command_stats.py). A plain dict and a KeyError the
+        # first time a duration is seen: the dict's own fast subscripts, unlike defaultdict's.
+        try:
+            spec.durations[elapsed_us] += 1
+        except KeyError:
+            spec.durations[elapsed_us] = 1
+    else:  # counted when it completes (Blocking.unblock), with the time it ran so far
+        client.block_exec_us += elapsed_us
+    if elapsed_us >= server.notable_us:  # (the lower of the slowlog and latency thresholds)
+        server.note_slow_command(client, spec, argv, elapsed_us, reply)
     return reply

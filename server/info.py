@@ -1,7 +1,7 @@
 """INFO: sections and field names as Redis writes them (genRedisInfoString).
 
 Sections come out in Redis's fixed order whatever order they were asked in; "default" is the
-usual set, "all" adds commandstats and errorstats, "everything" is "all" (there are no
+usual set, "all" adds commandstats and latencystats, "everything" is "all" (there are no
 modules). An unknown section name adds nothing.
 """
 
@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from server import command_stats
 from server.dispatch import commands_processed
 
 if TYPE_CHECKING:
@@ -25,8 +26,8 @@ Fields = list[tuple[str, object]]
 XSTREAMD_VERSION = "0.1.0"
 
 ORDER = ("server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules",
-         "commandstats", "errorstats", "cluster", "keyspace")
-DEFAULT_SECTIONS = frozenset(ORDER) - {"commandstats"}
+         "commandstats", "errorstats", "latencystats", "cluster", "keyspace")
+DEFAULT_SECTIONS = frozenset(ORDER) - {"commandstats", "latencystats"}
 ALL_SECTIONS = frozenset(ORDER)
 _TITLES = {"cpu": "CPU"}
 
@@ -158,7 +159,8 @@ def _stats(s: Server) -> Fields:
         ("evicted_keys", 0), ("evicted_clients", 0),
         ("keyspace_hits", st.keyspace_hits), ("keyspace_misses", st.keyspace_misses),
         ("pubsub_channels", 0), ("pubsub_patterns", 0), ("pubsubshard_channels", 0),
-        ("latest_fork_usec", 0), ("total_forks", 0), ("migrate_cached_sockets", 0),
+        ("latest_fork_usec", st.latest_fork_usec), ("total_forks", st.total_forks),
+        ("migrate_cached_sockets", 0),
         ("tracking_total_keys", 0), ("tracking_total_items", 0), ("tracking_total_prefixes", 0),
         ("unexpected_error_replies", st.unexpected_error_replies),
         ("total_error_replies", st.total_error_replies),
@@ -199,12 +201,31 @@ def _commandstats(s: Server) -> Fields:
     rows: Fields = []
     for spec in COMMANDS.values():
         for one in (spec, *spec.subcommands.values()):
-            if one.calls or one.rejected_calls or one.failed_calls:
-                per_call = one.usec / one.calls if one.calls else 0.0
+            calls, usec = one.calls, one.usec
+            if calls or one.rejected_calls or one.failed_calls:
+                per_call = usec / calls if calls else 0.0
                 rows.append((f"cmdstat_{one.fullname}",
-                             f"calls={one.calls},usec={one.usec},usec_per_call={per_call:.2f},"
+                             f"calls={calls},usec={usec},usec_per_call={per_call:.2f},"
                              f"rejected_calls={one.rejected_calls},"
                              f"failed_calls={one.failed_calls}"))
+    return rows
+
+
+def _latencystats(s: Server) -> Fields:
+    """Each command's latency percentiles (latency-tracking-info-percentiles), in us."""
+    from server.dispatch import COMMANDS
+    from server.latency_histogram import percentiles_line
+
+    if not s.latency_tracking:
+        return []
+    percentiles = s.config["latency-tracking-info-percentiles"]
+    rows: Fields = []
+    for spec in COMMANDS.values():
+        for one in (spec, *spec.subcommands.values()):
+            counts = command_stats.histogram(one)
+            if counts:
+                rows.append((f"latency_percentiles_usec_{one.fullname}",
+                             percentiles_line(counts, percentiles)))
     return rows
 
 
@@ -221,7 +242,7 @@ def _keyspace(s: Server) -> Fields:
 _SECTIONS: dict[str, Callable[[Server], Fields]] = {
     "server": _server, "clients": _clients, "memory": _memory, "persistence": _persistence,
     "stats": _stats, "replication": _replication, "cpu": _cpu, "modules": lambda s: [],
-    "commandstats": _commandstats, "errorstats": _errorstats,
+    "commandstats": _commandstats, "errorstats": _errorstats, "latencystats": _latencystats,
     "cluster": lambda s: [("cluster_enabled", 0)], "keyspace": _keyspace,
 }
 

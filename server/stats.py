@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from server.latency import LatencyMonitor
 
 _MAX_ERROR_CODES = 128
 
@@ -15,11 +19,24 @@ class Stats:
         "net_input_bytes", "net_output_bytes", "unexpected_error_replies", "total_error_replies",
         "client_query_buffer_limit_disconnections", "client_output_buffer_limit_disconnections",
         "_samples", "_last_sample", "start_time", "errors", "errorstats_disabled",
+        "total_forks", "latest_fork_usec", "fork_rate_gb_s",
     )
 
     def __init__(self) -> None:
         self.reset()
         self.start_time = time.time()
+        # The last fork (not reset by CONFIG RESETSTAT, as in Redis).
+        self.latest_fork_usec = 0
+        self.fork_rate_gb_s = 0.0  # memory copied per second of fork(), for LATENCY DOCTOR
+
+    def note_fork(self, usec: int, latency: LatencyMonitor) -> None:
+        """A child was forked (BGSAVE, BGREWRITEAOF) in `usec` microseconds."""
+        from server.info import rss_bytes
+
+        self.total_forks += 1
+        self.latest_fork_usec = usec
+        self.fork_rate_gb_s = rss_bytes() * 1_000_000 / max(usec, 1) / 1024**3
+        latency.add_if_needed("fork", usec // 1000)
 
     def reset(self) -> None:
         self.total_connections_received = 0
@@ -34,6 +51,7 @@ class Stats:
         self.total_error_replies = 0
         self.client_query_buffer_limit_disconnections = 0
         self.client_output_buffer_limit_disconnections = 0
+        self.total_forks = 0
         # INFO errorstats: error code (the reply's first word) -> count
         self.errors: dict[str, int] = {}
         self.errorstats_disabled = False

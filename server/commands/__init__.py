@@ -6,6 +6,7 @@ from server.commands import (  # noqa: F401
     dump_cmds,
     group_cmds,
     keys,
+    latency_cmds,
     persistence_cmds,
     server_admin,
     stream_cmds,

@@ -18,6 +18,7 @@ _MULTI_SUM = "request_policy:multi_shard response_policy:agg_sum"
 _ALL_NODES_OK = "request_policy:all_nodes response_policy:all_succeeded"
 _ALL_SHARDS_OK = "request_policy:all_shards response_policy:all_succeeded"
 _ORDER = "nondeterministic_output_order"
+_LATENCY_TIPS = f"{_NONDET} request_policy:all_nodes response_policy:special"
 _EXPIRE_HISTORY = (("7.0.0", "Added options: `NX`, `XX`, `GT` and `LT`."),)
 _EXPIRE_CONDITION = "[condition{NX | XX | GT | LT}@7.0.0]"
 _FLUSH_HISTORY = (("4.0.0", "Added the `ASYNC` flushing mode modifier."),
@@ -224,6 +225,16 @@ DOCS: dict[str, Doc] = {
                 history=(("7.0.0", "Added support for taking multiple section arguments."),),
                 tips=f"{_NONDET} request_policy:all_shards response_policy:special"),
     "lastsave": Doc(_O1, tips=_NONDET),
+    "latency": Doc(_SUBCOMMANDS),
+    "latency|doctor": Doc(_O1, tips=_LATENCY_TIPS),
+    "latency|graph": Doc(_O1, "event", tips=_LATENCY_TIPS),
+    "latency|help": Doc(_O1),
+    "latency|histogram": Doc(
+        "O(N) where N is the number of commands with latency information being retrieved.",
+        "[command...]", tips=_LATENCY_TIPS),
+    "latency|history": Doc(_O1, "event", tips=_LATENCY_TIPS),
+    "latency|latest": Doc(_O1, tips=_LATENCY_TIPS),
+    "latency|reset": Doc(_O1, "[event...]", tips=_ALL_NODES_OK),
     "memory": Doc(_SUBCOMMANDS),
     "memory|help": Doc(_O1),
     "memory|usage": Doc("O(N) where N is the number of samples.", "key#0 [SAMPLES count:integer]",

@@ -10,6 +10,7 @@ import re
 import time
 
 from protocol.encoder import OK, Verbatim
+from server import command_stats
 from server.blocking import BlockRequest
 from server.client import Client
 from server.commands import command_cmd, monitor  # noqa: F401 - register COMMAND, MONITOR
@@ -161,7 +162,8 @@ def config_resetstat(client: Client, argv: list[bytes]) -> object:
     server.stats.reset()
     for spec in COMMANDS.values():
         for one in (spec, *spec.subcommands.values()):
-            one.calls = one.usec = one.rejected_calls = one.failed_calls = 0
+            command_stats.reset(one)
+            one.rejected_calls = one.failed_calls = 0
     return OK
 
 

@@ -114,6 +114,9 @@ class AofWriter:
         self._txn_depth = 0
         # Set by the owner: called when the buffer goes from empty to non-empty.
         self.on_data: Callable[[], None] = lambda: None
+        # Set by the owner: told how long each write ("write") and `always` fsync ("fsync")
+        # took, in milliseconds (the latency monitor's AOF events).
+        self.on_latency: Callable[[str, int], None] = lambda what, ms: None
 
     # -- files --------------------------------------------------------------------------------
     @property
@@ -220,11 +223,14 @@ class AofWriter:
                 return False
             self.unsynced = True
         if self.unsynced and (force_fsync or self.policy == "always"):
+            started = time.perf_counter()
             try:
                 self.fsync_fn(self.fd)
             except OSError as exc:
                 self.fsync_error = exc
                 return False
+            if self.policy == "always":
+                self.on_latency("fsync", int((time.perf_counter() - started) * 1000))
             self.fsync_error = None
             self.unsynced = False
             self.last_fsync = time.monotonic()
@@ -237,9 +243,11 @@ class AofWriter:
         try:
             if self.inject_errno:
                 raise OSError(self.inject_errno, os.strerror(self.inject_errno))
+            started = time.perf_counter()
             done = os.write(self.fd, buf)
             while done < len(buf):  # rare for regular files: copy the rest
                 done += os.write(self.fd, buf[done:])
+            self.on_latency("write", int((time.perf_counter() - started) * 1000))
         except OSError as exc:
             if done:
                 done = self._undo_partial(done)

@@ -37,7 +37,7 @@ class Child:
     """A running child process; `on_exit(exit_code)` runs in the parent once it is reaped
     (exit_code < 0 means killed by that signal)."""
 
-    __slots__ = ("kind", "pid", "started", "on_exit", "_pidfd", "_loop", "done")
+    __slots__ = ("kind", "pid", "started", "on_exit", "_pidfd", "_loop", "done", "fork_usec")
 
     def __init__(self, kind: str, pid: int, on_exit: Callable[[int], None],
                  loop: asyncio.AbstractEventLoop | None) -> None:
@@ -48,6 +48,7 @@ class Child:
         self._loop = loop
         self._pidfd = -1
         self.done = False
+        self.fork_usec = 0  # how long fork() took in the parent (INFO latest_fork_usec)
         if loop is not None and hasattr(os, "pidfd_open"):
             try:
                 self._pidfd = os.pidfd_open(pid)
@@ -101,6 +102,7 @@ def spawn(kind: str, work: Callable[[], None], on_exit: Callable[[int], None],
     fork itself fails."""
     sys.stdout.flush()
     sys.stderr.flush()
+    fork_started = time.perf_counter()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child, measured by the integration tests
         code = 1
@@ -125,4 +127,7 @@ def spawn(kind: str, work: Callable[[], None], on_exit: Callable[[int], None],
                 pass
         finally:
             os._exit(code)
-    return Child(kind, pid, on_exit, loop)
+    fork_usec = int((time.perf_counter() - fork_started) * 1_000_000)
+    child = Child(kind, pid, on_exit, loop)
+    child.fork_usec = fork_usec
+    return child

@@ -69,6 +69,7 @@ class Persistence:
         self.config = config
         self.log = server.log
         self.writer = AofWriter(config["appendfsync"])
+        self.writer.on_latency = self._aof_latency
         self.writer.on_data = self._on_aof_data
         self.writer.worker.on_synced = self._on_synced
         self.aof_waiters = AofWaiters(self)
@@ -212,6 +213,22 @@ class Persistence:
         if writer.write_error is None and writer.fsync_error is None:
             self._write_recovered()
         self.aof_waiters.progress()
+
+    def _aof_latency(self, what: str, ms: int) -> None:
+        """The latency monitor's AOF events, named as in Redis's flushAppendOnlyFile."""
+        monitor = self.server.latency
+        if not monitor.threshold_ms or ms < monitor.threshold_ms:
+            return
+        if what == "fsync":
+            monitor.add("aof-fsync-always", ms)
+            return
+        if self.writer.worker.pending:
+            monitor.add("aof-write-pending-fsync", ms)
+        elif self.child is not None:
+            monitor.add("aof-write-active-child", ms)
+        else:
+            monitor.add("aof-write-alone", ms)
+        monitor.add("aof-write", ms)
 
     def _on_synced(self) -> None:
         """From the fsync worker thread: WAITAOF clients may be answered now."""
@@ -382,6 +399,7 @@ class Persistence:
         try:
             self.child = spawn("aof", work, self._rewrite_done, self.server.loop,
                                self._listen_fds())
+            self.server.stats.note_fork(self.child.fork_usec, self.server.latency)
         except OSError as exc:
             self._rewrite_failed()
             raise PersistenceError(f"ERR Can't rewrite append only file in background: fork: "
@@ -464,6 +482,7 @@ class Persistence:
         try:
             self.child = spawn("rdb", lambda: save_file(path, dbs, per_key=per_key),
                                self._bgsave_done, self.server.loop, self._listen_fds())
+            self.server.stats.note_fork(self.child.fork_usec, self.server.latency)
         except OSError as exc:
             self.last_bgsave_ok = False
             raise PersistenceError(f"ERR Can't save in background: fork: {exc.strerror}") \

@@ -229,6 +229,29 @@ SCRIPTS: dict[str, list[tuple[str, ...]]] = {
         ("COMMAND", "LIST", "FILTERBY", "x", "y"), ("MEMORY", "USAGE", "nope"),
         ("MEMORY", "USAGE", "a", "SAMPLES"), ("OBJECT",), ("DEBUG",),
     ],
+    "latency": [
+        # With the monitor off and no events, every answer is fixed (HISTOGRAM's depend on
+        # timings: covered by the integration tests).
+        ("CONFIG", "SET", "latency-monitor-threshold", "0"), ("LATENCY", "RESET"),
+        ("LATENCY", "HELP"), ("LATENCY", "NOPE"), ("LATENCY",), ("LATENCY", "HISTORY"),
+        ("LATENCY", "HISTORY", "command"), ("LATENCY", "GRAPH", "command"),
+        ("LATENCY", "LATEST"), ("LATENCY", "LATEST", "x"), ("LATENCY", "DOCTOR"),
+        ("LATENCY", "RESET", "command", "fast-command"), ("LATENCY", "HELP", "x"),
+        ("LATENCY", "HISTOGRAM", "nosuch", "no|such"),
+        ("CONFIG", "GET", "latency-tracking"), ("CONFIG", "SET", "latency-tracking", "x"),
+        ("CONFIG", "SET", "latency-tracking-info-percentiles", "101"),
+        ("CONFIG", "SET", "latency-tracking-info-percentiles", "-1"),
+        ("CONFIG", "SET", "latency-tracking-info-percentiles", "abc"),
+        ("CONFIG", "SET", "latency-tracking-info-percentiles", "50  99"),
+        ("CONFIG", "SET", "latency-tracking-info-percentiles", " 50"),
+        ("CONFIG", "SET", "latency-tracking-info-percentiles", "nan"),
+        ("CONFIG", "SET", "latency-tracking-info-percentiles", "inf"),
+        ("CONFIG", "SET", "latency-tracking-info-percentiles", "0 100 99.99 50.5 1e1 -0"),
+        ("CONFIG", "GET", "latency-tracking-info-percentiles"),
+        ("CONFIG", "SET", "latency-tracking-info-percentiles", ""),
+        ("CONFIG", "GET", "latency-tracking-info-percentiles"),
+        ("CONFIG", "SET", "latency-tracking-info-percentiles", "50 99 99.9"),
+    ],
 }
 
 

@@ -187,6 +187,7 @@ appendfsync always
 dbfilename "my dump.rdb"
 stop-writes-on-bgsave-error no
 slowlog-max-len 256
+latency-tracking-info-percentiles 50 99 99.9
 """
 
 
@@ -313,7 +314,7 @@ COMPARED = {spec.name for spec in OPTIONS} - {"bind"}
 def comparable(text: str) -> tuple[list[str], list[str]]:
     """(the lines before the signature, the sorted lines after it), keeping comments, blank
     lines and the lines of the compared options. Redis appends in its dict's order and writes
-    lines for options we lack (user, latency-tracking-info-percentiles); port and dir differ
+    lines for options we lack (user); port and dir differ
     per server."""
     def keep(line: str) -> bool:
         return not line or line.startswith("#") or shlex.split(line)[0] in COMPARED

@@ -118,6 +118,30 @@ def test_always_is_one_fsync_per_flush_whatever_the_batch(tmp_path) -> None:
     w.retire()
 
 
+def test_write_and_always_fsync_report_their_latency(tmp_path) -> None:
+    """The latency monitor's AOF events: each write, and each fsync under appendfsync always
+    (not a forced one under another policy), in milliseconds."""
+    def slow_fsync(fd: int) -> None:
+        time.sleep(0.03)
+
+    seen: list[tuple[str, int]] = []
+    w = AofWriter("always", fsync=slow_fsync)
+    w.on_latency = lambda what, ms: seen.append((what, ms))
+    w.open(str(tmp_path / "a.aof"))
+    w.feed(0, [b"XADD", b"s", b"1-1", b"f", b"v"])
+    assert w.flush()
+    assert [what for what, _ in seen] == ["write", "fsync"]
+    assert seen[1][1] >= 30
+    seen.clear()
+    w.feed(0, [b"DEL", b"s"])
+    w.flush(force_fsync=True)
+    w.policy = "everysec"
+    w.feed(0, [b"DEL", b"s"])
+    w.flush(force_fsync=True)
+    assert [what for what, _ in seen] == ["write", "fsync", "write"]
+    w.retire()
+
+
 def test_everysec_fsyncs_in_the_background_at_most_once_a_second(tmp_path) -> None:
     counter = FsyncCounter()
     w = AofWriter("everysec", fsync=counter)

@@ -37,9 +37,10 @@ def tail(text: str) -> list[str]:
     return lines[lines.index(SIGNATURE) + 1:-1]
 
 
-# Every run below also appends these: Redis always writes `dir` (the absolute working directory)
-# and the save rules, even at their defaults.
-ALWAYS = [f'dir "{CWD}"', "save 3600 1", "save 300 100", "save 60 10000"]
+# Every run below also appends these: Redis always writes `dir` (the absolute working directory),
+# the save rules and the latency percentiles, even at their defaults.
+PERCENTILES = "latency-tracking-info-percentiles 50 99 99.9"
+ALWAYS = [f'dir "{CWD}"', "save 3600 1", "save 300 100", "save 60 10000", PERCENTILES]
 
 
 def test_comments_and_blank_lines_stay() -> None:
@@ -67,14 +68,14 @@ def test_new_options_appended_under_one_signature() -> None:
     assert out.split("\n").count(SIGNATURE) == 1
     # In the order of the option table (Redis's is its dict's order).
     assert tail(out) == [
-        f'dir "{CWD}"', "maxmemory 100mb", "appendfsync always", 'save ""']
+        f'dir "{CWD}"', "maxmemory 100mb", "appendfsync always", 'save ""', PERCENTILES]
 
 
 def test_existing_signature_is_reused() -> None:
     old = f"# mine\n{SIGNATURE}\nhz 20\n# after the signature\n"
     out = rewrite(old, hz="20", timeout="5", save="")
     assert out == (f"# mine\n{SIGNATURE}\nhz 20\n# after the signature\n\n"
-                   f'dir "{CWD}"\ntimeout 5\nsave ""\n')
+                   f'dir "{CWD}"\ntimeout 5\nsave ""\n{PERCENTILES}\n')
 
 
 def test_defaults_are_not_appended() -> None:
@@ -90,7 +91,7 @@ def test_save_rules_replace_old_lines_in_order() -> None:
     assert out.startswith("save 30 2\n# keep\n\nhz 10\n\n" + SIGNATURE)
     out = rewrite("save 900 1\nhz 10\n", save="30 2 10 5 1 1")
     assert out.startswith("save 30 2\nhz 10\n\n" + SIGNATURE)
-    assert tail(out)[1:] == ["save 10 5", "save 1 1"]
+    assert tail(out)[1:] == ["save 10 5", "save 1 1", PERCENTILES]
     assert rewrite("save 900 1\n", save="").startswith('save ""\n')
     # Written even when equal to the defaults (a missing save line would mean the defaults,
     # but Redis writes them anyway).
@@ -222,6 +223,7 @@ def test_rewritten_file_loads_back_to_the_same_values(tmp_path: Path) -> None:
         "stop-writes-on-bgsave-error": "no", "slowlog-log-slower-than": "-1",
         "slowlog-max-len": "5", "latency-monitor-threshold": "9",
         "notify-keyspace-events": "KEA", "enable-debug-command": "yes",
+        "latency-tracking": "no", "latency-tracking-info-percentiles": "",
     }
     assert set(values) == {spec.name for spec in OPTIONS}, "cover every option"
     config = Config()
