@@ -170,6 +170,16 @@ def clear_fast_lookup() -> None:
     _BY_SENT_NAME.clear()
 
 
+def find_by_fullname(name: bytes) -> CommandSpec | None:
+    """lookupCommandBySds: 'xadd', or 'config|get' for a subcommand (any case); None when
+    there is no such command."""
+    parent, _, sub = name.lower().partition(b"|")
+    spec = COMMANDS.get(parent)
+    if spec is not None and sub:
+        return spec.subcommands.get(sub)
+    return spec
+
+
 def all_specs() -> list[CommandSpec]:
     """Every command and subcommand."""
     return [one for spec in COMMANDS.values() for one in (spec, *spec.subcommands.values())]

@@ -11,7 +11,7 @@ from protocol.encoder import SetReply, SimpleString
 from server.client import Client
 from server.commands.command_docs import KeySpec
 from server.commands.command_docs_table import DOCS
-from server.dispatch import COMMANDS, CommandSpec, command, container
+from server.dispatch import COMMANDS, CommandSpec, command, container, find_by_fullname
 from server.errors import SYNTAX, CommandError
 from server.parsing import eq
 from storage.glob import compile_glob
@@ -150,24 +150,16 @@ def command_info_cmd(client: Client, argv: list[bytes]) -> object:
         return [command_info(spec) for spec in _all_specs()]
     out: list[object] = []
     for name in argv[2:]:
-        spec = _find(name)
+        spec = find_by_fullname(name)
         out.append(command_info(spec) if spec is not None else None)
     return out
-
-
-def _find(name: bytes) -> CommandSpec | None:
-    parent, _, sub = name.lower().partition(b"|")
-    spec = COMMANDS.get(parent)
-    if spec is not None and sub:
-        return spec.subcommands.get(sub)
-    return spec
 
 
 @command("command|docs", -2, "loading stale", categories=_CAT, since="7.0.0", group="server",
          tips="nondeterministic_output_order",
          summary="Returns documentary information about one, multiple or all commands.")
 def command_docs_cmd(client: Client, argv: list[bytes]) -> object:
-    specs = _all_specs() if len(argv) == 2 else [s for s in map(_find, argv[2:]) if s]
+    specs = _all_specs() if len(argv) == 2 else [s for s in map(find_by_fullname, argv[2:]) if s]
     return {spec.fullname.encode(): command_docs(spec) for spec in specs}
 
 
@@ -197,7 +189,7 @@ def command_list(client: Client, argv: list[bytes]) -> object:
 def _target(argv: list[bytes]) -> tuple[CommandSpec, list[bytes]]:
     """GETKEYS / GETKEYSANDFLAGS: the command named by argv[2:], checked as Redis does."""
     target = argv[2:]
-    spec = _find(target[0])
+    spec = find_by_fullname(target[0])
     if spec is not None and spec.subcommands and len(target) > 1:
         spec = spec.subcommands.get(target[1].lower())
     if spec is None:

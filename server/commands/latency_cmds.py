@@ -9,7 +9,7 @@ from protocol.encoder import Verbatim
 from server import command_stats
 from server.client import Client
 from server.commands.help import help_reply
-from server.dispatch import COMMANDS, CommandSpec, command, container
+from server.dispatch import all_specs, command, container, find_by_fullname
 from server.errors import CommandError
 from server.latency import graph
 from server.latency_histogram import cumulative_distribution
@@ -85,12 +85,11 @@ def latency_histogram(client: Client, argv: list[bytes]) -> object:
     """A map of full command name -> {calls, histogram_usec}. Named commands that do not
     exist are skipped; a container brings its subcommands' histograms too."""
     if len(argv) == 2:
-        specs = [one for spec in COMMANDS.values()
-                 for one in (spec, *spec.subcommands.values())]
+        specs = all_specs()
     else:
         specs = []
         for name in argv[2:]:
-            spec = _lookup_by_fullname(name)
+            spec = find_by_fullname(name)
             if spec is not None:
                 specs.append(spec)
                 specs.extend(spec.subcommands.values())
@@ -103,17 +102,6 @@ def latency_histogram(client: Client, argv: list[bytes]) -> object:
                 b"histogram_usec": dict(cumulative_distribution(counts)),
             }
     return reply
-
-
-def _lookup_by_fullname(name: bytes) -> CommandSpec | None:
-    """lookupCommandBySds: 'xadd', or 'config|get' for a subcommand."""
-    parts = name.lower().split(b"|")
-    if len(parts) > 2:
-        return None
-    spec = COMMANDS.get(parts[0])
-    if spec is not None and len(parts) == 2:
-        spec = spec.subcommands.get(parts[1])
-    return spec
 
 
 @command("latency|help", 2, "loading stale", categories="@slow", since="2.8.13",
