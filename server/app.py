@@ -101,9 +101,10 @@ class Server:
         config.on_change("slowlog-log-slower-than", self._set_slowlog_threshold)
         self._set_latency_threshold(config["latency-monitor-threshold"])
         config.on_change("latency-monitor-threshold", self._set_latency_threshold)
-        self.latency_tracking: bool = config["latency-tracking"]
-        config.on_change("latency-tracking", self._set_latency_tracking)
-        if not self.latency_tracking:
+        # latency-tracking decides what the histograms show (server/command_stats.py).
+        config.on_change("latency-tracking",
+                         lambda on: command_stats.set_tracking(all_specs(), on))
+        if not config["latency-tracking"]:
             command_stats.set_tracking(all_specs(), False)
         self.maxmemory: int = config["maxmemory"]
         config.on_change("maxmemory", lambda value: setattr(self, "maxmemory", value))
@@ -247,11 +248,6 @@ class Server:
         self.slowlog_min_us = value if value >= 0 else 1 << 64
         self.notable_us = min(self.slowlog_min_us, self.latency_min_us)
 
-    def _set_latency_tracking(self, on: bool) -> None:
-        if on != self.latency_tracking:
-            self.latency_tracking = on
-            command_stats.set_tracking(all_specs(), on)
-
     def _set_latency_threshold(self, value_ms: int) -> None:
         self.latency_min_us = value_ms * 1000 if value_ms else 1 << 64
         self.notable_us = min(self.slowlog_min_us, self.latency_min_us)
@@ -273,10 +269,9 @@ class Server:
         latency monitor, as Redis's, leaves out runs of a command that blocks.)"""
         if elapsed_us >= self.slowlog_min_us:
             self.slowlog_add(client, spec, argv, elapsed_us)
-        if (elapsed_us >= self.latency_min_us and client.blocked is None
-                and type(reply) is not BlockRequest):
-            self.latency.add("fast-command" if "fast" in spec.flags else "command",
-                             elapsed_us // 1000)
+        if client.blocked is None and type(reply) is not BlockRequest:
+            self.latency.add_if_needed("fast-command" if "fast" in spec.flags else "command",
+                                       elapsed_us // 1000)
 
     def slowlog_add(self, client: Client, spec: CommandSpec, argv: list[bytes],
                     elapsed_us: int) -> None:

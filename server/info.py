@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from server import command_stats
-from server.dispatch import commands_processed
+from server.dispatch import all_specs, commands_processed
 
 if TYPE_CHECKING:
     from server.app import Server
@@ -196,36 +196,31 @@ def _cpu(s: Server) -> Fields:
 
 
 def _commandstats(s: Server) -> Fields:
-    from server.dispatch import COMMANDS
-
     rows: Fields = []
-    for spec in COMMANDS.values():
-        for one in (spec, *spec.subcommands.values()):
-            calls, usec = one.calls, one.usec
-            if calls or one.rejected_calls or one.failed_calls:
-                per_call = usec / calls if calls else 0.0
-                rows.append((f"cmdstat_{one.fullname}",
-                             f"calls={calls},usec={usec},usec_per_call={per_call:.2f},"
-                             f"rejected_calls={one.rejected_calls},"
-                             f"failed_calls={one.failed_calls}"))
+    for spec in all_specs():
+        calls, usec = spec.calls, spec.usec
+        if calls or spec.rejected_calls or spec.failed_calls:
+            per_call = usec / calls if calls else 0.0
+            rows.append((f"cmdstat_{spec.fullname}",
+                         f"calls={calls},usec={usec},usec_per_call={per_call:.2f},"
+                         f"rejected_calls={spec.rejected_calls},"
+                         f"failed_calls={spec.failed_calls}"))
     return rows
 
 
 def _latencystats(s: Server) -> Fields:
     """Each command's latency percentiles (latency-tracking-info-percentiles), in us."""
-    from server.dispatch import COMMANDS
     from server.latency_histogram import percentiles_line
 
-    if not s.latency_tracking:
+    if not s.config["latency-tracking"]:
         return []
     percentiles = s.config["latency-tracking-info-percentiles"]
     rows: Fields = []
-    for spec in COMMANDS.values():
-        for one in (spec, *spec.subcommands.values()):
-            counts = command_stats.histogram(one)
-            if counts:
-                rows.append((f"latency_percentiles_usec_{one.fullname}",
-                             percentiles_line(counts, percentiles)))
+    for spec in all_specs():
+        counts = command_stats.histogram(spec)
+        if counts:
+            rows.append((f"latency_percentiles_usec_{spec.fullname}",
+                         percentiles_line(counts, percentiles)))
     return rows
 
 

@@ -18,7 +18,7 @@ from server.commands.help import help_reply
 from server.commands.stream_args import parse_block_timeout
 from server.config import ConfigError
 from server.config_rewrite import rewrite_config_file
-from server.dispatch import command, container
+from server.dispatch import all_specs, command, container
 from server.errors import SYNTAX, CommandError
 from server.info import render_info
 from server.parsing import eq, parse_int
@@ -156,14 +156,11 @@ def config_set(client: Client, argv: list[bytes]) -> object:
 @command("config|resetstat", 2, "admin noscript loading stale", categories=_ADMIN,
          since="2.0.0", group="server")
 def config_resetstat(client: Client, argv: list[bytes]) -> object:
-    from server.dispatch import COMMANDS
-
     server = client.server
     server.stats.reset()
-    for spec in COMMANDS.values():
-        for one in (spec, *spec.subcommands.values()):
-            command_stats.reset(one)
-            one.rejected_calls = one.failed_calls = 0
+    for spec in all_specs():
+        command_stats.reset(spec)
+        spec.rejected_calls = spec.failed_calls = 0
     return OK
 
 

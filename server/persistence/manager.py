@@ -217,18 +217,17 @@ class Persistence:
     def _aof_latency(self, what: str, ms: int) -> None:
         """The latency monitor's AOF events, named as in Redis's flushAppendOnlyFile."""
         monitor = self.server.latency
-        if not monitor.threshold_ms or ms < monitor.threshold_ms:
-            return
         if what == "fsync":
-            monitor.add("aof-fsync-always", ms)
+            monitor.add_if_needed("aof-fsync-always", ms)
             return
         if self.writer.worker.pending:
-            monitor.add("aof-write-pending-fsync", ms)
+            event = "aof-write-pending-fsync"
         elif self.child is not None:
-            monitor.add("aof-write-active-child", ms)
+            event = "aof-write-active-child"
         else:
-            monitor.add("aof-write-alone", ms)
-        monitor.add("aof-write", ms)
+            event = "aof-write-alone"
+        monitor.add_if_needed(event, ms)
+        monitor.add_if_needed("aof-write", ms)
 
     def _on_synced(self) -> None:
         """From the fsync worker thread: WAITAOF clients may be answered now."""
