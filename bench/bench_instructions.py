@@ -8,13 +8,18 @@ The count covers the interpreter and every C library it calls; it is a guide to 
 goes, not a time (a cache miss costs more than an add), so keep timing what you keep.
 
     python bench/bench_instructions.py "XADD s * f v" [--per-read 16] [--commands 5000]
-                                       [--per-ms 20]
+                                       [--per-ms 20] [--per-pass 10]
 
 --per-ms N gives the stream a clock that moves one millisecond every N reads (about the rate
 of bench/run.py's unpipelined XADD load): under valgrind's slowness the wall clock would make
 every XADD start a new millisecond, whose ID text costs more than the usual next sequence. It
 also makes the command timer read 4 us per command, a usual duration outside valgrind, so the
 per-command statistics (counted by duration) see what they see in real runs.
+
+--per-pass N runs the before-sleep pass (which writes the replies) after every N reads, of 50
+connections taken in turn. 10 is what the server sees under bench/run.py's unpipelined XADD
+load: 200,000 commands took 20,202 passes (the server is faster than redis-benchmark, so each
+loop iteration finds ~10 clients readable, not all 50).
 
 Needs valgrind (Debian's package). Takes about ten seconds per thousand commands.
 """
@@ -52,7 +57,7 @@ chunk = encode({argv!r}) * {per_read}
 def reads(first, last):
     for i in range(first, last):
         conns[i % 50].data_received(chunk)
-        if i % 50 == 49:
+        if i % {per_pass} == {per_pass} - 1:
             server.before_sleep()
 
 
@@ -66,8 +71,9 @@ server.before_sleep()
 """
 
 
-def instructions(argv: list[bytes], per_read: int, count: int, per_ms: int) -> int:
-    script = _DRIVER.format(here=HERE, argv=argv, per_read=per_read, count=count, per_ms=per_ms)
+def instructions(argv: list[bytes], per_read: int, count: int, per_ms: int, per_pass: int) -> int:
+    script = _DRIVER.format(here=HERE, argv=argv, per_read=per_read, count=count, per_ms=per_ms,
+                            per_pass=per_pass)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "driver.py")
         with open(path, "w") as fh:
@@ -91,12 +97,16 @@ def main() -> None:
     parser.add_argument("--commands", type=int, default=5000, help="reads to count")
     parser.add_argument("--per-ms", type=int, default=0,
                         help="reads per millisecond of a fixed stream clock (0: wall clock)")
+    parser.add_argument("--per-pass", type=int, default=10,
+                        help="reads per event-loop pass (before-sleep), 1 to 50")
     args = parser.parse_args()
+    if not 1 <= args.per_pass <= 50:
+        parser.error("--per-pass must be 1 to 50")
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed (apt-get install -y valgrind)")
     argv = [a.encode() for a in args.command.split()]
-    base = instructions(argv, args.per_read, 0, args.per_ms)
-    total = instructions(argv, args.per_read, args.commands, args.per_ms)
+    base = instructions(argv, args.per_read, 0, args.per_ms, args.per_pass)
+    total = instructions(argv, args.per_read, args.commands, args.per_ms, args.per_pass)
     per_command = (total - base) / (args.commands * args.per_read)
     print(f"{per_command:,.0f} instructions per command ({sys.version.split()[0]}, "
           f"{sys.executable})")

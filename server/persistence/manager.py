@@ -193,7 +193,7 @@ class Persistence:
 
     def before_sleep(self) -> None:
         writer = self.writer
-        if not writer.is_open:
+        if writer.fd < 0:  # (writer.is_open without the property call: every loop pass)
             return
         fresh = writer.fresh
         writer.fresh = False
