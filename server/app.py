@@ -150,7 +150,7 @@ class Server:
             # Without an output limit an authenticated client's output goes straight to the
             # transport (sink.send); the sink's write() applies the limits.
             unlimited = self.normal_output_limit is None
-            written = 0
+            written = writes = 0
             for client in pending:
                 client.pending_write = False
                 sink = client.sink
@@ -160,13 +160,16 @@ class Server:
                 if data:
                     client.out = bytearray()
                     written += len(data)
+                    writes += 1
                     if unlimited and client.authenticated:
                         sink.send(data)
                     else:
                         sink.write(data)
                 if client.close_after_reply:
                     sink.close_client()
-            self.stats.net_output_bytes += written
+            stats = self.stats
+            stats.net_output_bytes += written
+            stats.writes_processed += writes
 
     # -- running commands ---------------------------------------------------------------------
     def block_or_answer(self, client: Client, request: BlockRequest, argv: list[bytes]) -> None:
@@ -324,22 +327,38 @@ class Server:
         client.cas_dirty = False
 
     # -- cron ---------------------------------------------------------------------------------
+    def _active_expire_cycle(self) -> None:
+        """activeExpireCycle over every database, with its statistics and latency event."""
+        if not any(db.active_expire_enabled for db in self.dbs):
+            return  # (DEBUG SET-ACTIVE-EXPIRE 0: Redis skips the cycle, statistics too)
+        started = time.perf_counter()
+        sampled = expired = 0
+        stopped_early = False
+        for db in self.dbs:
+            if db.expires:
+                cycle = db.active_expire()
+                sampled += cycle.sampled
+                expired += len(cycle.removed)
+                stopped_early = stopped_early or cycle.stopped_early
+        elapsed = time.perf_counter() - started
+        self.stats.note_expire_cycle(int(elapsed * 1_000_000), sampled, expired, stopped_early)
+        self.latency.add_if_needed("expire-cycle", int(elapsed * 1000))
+
     def cron(self) -> None:
         """serverCron: active expiry, client timeouts, stats sampling, persistence timers."""
         self.cron_loops += 1
         self.cached_monotonic = time.monotonic()
         try:
-            started = time.perf_counter()
-            for db in self.dbs:
-                if db.expires:
-                    db.active_expire()
-            self.latency.add_if_needed("expire-cycle",
-                                       int((time.perf_counter() - started) * 1000))
+            self._active_expire_cycle()
             self.stats.sample(commands_processed())
             if self.config["maxmemory"]:
                 from server.info import rss_bytes
 
                 self.used_memory = rss_bytes()
+                # used_memory changes only here, so here is where it crosses maxmemory. (As
+                # in Redis, whose check runs only while maxmemory is set, a period above it
+                # that maxmemory 0 interrupts goes on counting until a limit is set again.)
+                self.stats.note_over_maxmemory(self.over_maxmemory(), self.cached_monotonic)
             idle_timeout = self.config["timeout"]
             if idle_timeout:
                 now = self.cached_monotonic

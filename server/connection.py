@@ -119,7 +119,9 @@ class Connection(asyncio.Protocol):
             return
         server = self.server
         size = len(data)
-        server.stats.net_input_bytes += size
+        stats = server.stats
+        stats.net_input_bytes += size
+        stats.reads_processed += 1
         client.last_interaction = server.cached_monotonic
         reader = self.reader
         # The common read: complete commands and nothing buffered before them (so no limit
@@ -219,6 +221,12 @@ class Connection(asyncio.Protocol):
             client.pending_write = True
             self.server.pending_writes.append(client)
         self.server.schedule_before_sleep()
+
+    def eof_received(self) -> bool:
+        # The read that finds the connection closed is a read event too, for INFO's
+        # total_reads_processed as for Redis. (False: the transport closes itself.)
+        self.server.stats.reads_processed += 1
+        return False
 
     def connection_lost(self, exc: Exception | None) -> None:
         client = self.client

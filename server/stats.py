@@ -20,6 +20,9 @@ class Stats:
         "client_query_buffer_limit_disconnections", "client_output_buffer_limit_disconnections",
         "_samples", "_last_sample", "start_time", "errors", "errorstats_disabled",
         "total_forks", "latest_fork_usec", "fork_rate_gb_s",
+        "reads_processed", "writes_processed", "auth_failures",
+        "expire_cycle_usec", "expired_stale_perc", "expire_cycles_stopped_early",
+        "over_maxmemory_seconds", "over_maxmemory_since",
     )
 
     def __init__(self) -> None:
@@ -52,6 +55,18 @@ class Stats:
         self.client_query_buffer_limit_disconnections = 0
         self.client_output_buffer_limit_disconnections = 0
         self.total_forks = 0
+        self.reads_processed = 0  # socket reads (data_received calls)
+        self.writes_processed = 0  # socket writes of replies
+        self.auth_failures = 0  # AUTH / HELLO AUTH with a wrong user or password
+        self.expire_cycle_usec = 0  # time spent in active-expire cycles
+        # Redis's running estimate of the share of keys with a TTL that are already expired:
+        # each cycle moves it 5% of the way to the share it found among the keys it sampled.
+        self.expired_stale_perc = 0.0
+        self.expire_cycles_stopped_early = 0
+        # Time used_memory spent above maxmemory: closed periods, and the start (monotonic)
+        # of the current one (None while under it).
+        self.over_maxmemory_seconds = 0.0
+        self.over_maxmemory_since: float | None = None
         # INFO errorstats: error code (the reply's first word) -> count
         self.errors: dict[str, int] = {}
         self.errorstats_disabled = False
@@ -59,6 +74,30 @@ class Stats:
             "ops": deque(maxlen=16), "in": deque(maxlen=16), "out": deque(maxlen=16)
         }
         self._last_sample = (time.monotonic(), 0, 0, 0)
+
+    def note_expire_cycle(self, usec: int, sampled: int, expired: int,
+                          stopped_early: bool) -> None:
+        """An active-expire cycle over every database ran (activeExpireCycle's statistics)."""
+        self.expire_cycle_usec += usec
+        found = expired / sampled if sampled else 0.0
+        self.expired_stale_perc = found * 0.05 + self.expired_stale_perc * 0.95
+        if stopped_early:
+            self.expire_cycles_stopped_early += 1
+
+    def note_over_maxmemory(self, over: bool, now: float) -> None:
+        """Whether used_memory is above maxmemory now (INFO's *_eviction_exceeded_time)."""
+        if over:
+            if self.over_maxmemory_since is None:
+                self.over_maxmemory_since = now
+        elif self.over_maxmemory_since is not None:
+            self.over_maxmemory_seconds += now - self.over_maxmemory_since
+            self.over_maxmemory_since = None
+
+    def over_maxmemory_ms(self, now: float) -> tuple[int, int]:
+        """(total, current) milliseconds above maxmemory, the current period included in
+        the total, as INFO's total_ and current_eviction_exceeded_time."""
+        current = 0.0 if self.over_maxmemory_since is None else now - self.over_maxmemory_since
+        return int((self.over_maxmemory_seconds + current) * 1000), int(current * 1000)
 
     def error_reply(self, text: str) -> None:
         """Count an error reply by its code, as INFO errorstats does ("ERR", "WRONGTYPE"...)."""

@@ -14,10 +14,14 @@ import time
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from itertools import islice
+from typing import NamedTuple
 
 from storage.glob import glob_match
 
-__all__ = ["Database", "StringValue", "glob_match", "now_ms", "object_encoding", "type_name"]
+__all__ = [
+    "Database", "ExpireCycle", "StringValue", "glob_match", "now_ms", "object_encoding",
+    "type_name",
+]
 
 _U64 = (1 << 64) - 1
 
@@ -33,6 +37,14 @@ class StringValue:
 
     def __init__(self, data: bytes) -> None:
         self.data = data
+
+
+class ExpireCycle(NamedTuple):
+    """What one active-expire cycle on a database did (INFO stats' expiry fields)."""
+
+    removed: list[bytes]  # the keys it deleted
+    sampled: int  # keys with a TTL it looked at
+    stopped_early: bool  # it hit its round limit while still finding many expired keys
 
 
 def type_name(value: object) -> str:
@@ -215,12 +227,14 @@ class Database:
     def persist(self, key: bytes) -> bool:
         return self.expires.pop(key, None) is not None
 
-    def active_expire(self, samples: int = 20, max_rounds: int = 16) -> list[bytes]:
+    def active_expire(self, samples: int = 20, max_rounds: int = 16) -> ExpireCycle:
         """One active-expire cycle, as Redis: sample keys with a TTL, delete the expired ones,
-        repeat while more than a quarter of a sample was expired. Returns the keys removed."""
+        repeat while more than a quarter of a sample was expired, at most max_rounds times
+        (where Redis stops at a time limit)."""
         removed: list[bytes] = []
+        sampled = 0
         if not self.active_expire_enabled or self.expiry_paused:
-            return removed
+            return ExpireCycle(removed, 0, False)
         now = self.clock()
         for _ in range(max_rounds):
             if not self.expires:
@@ -230,6 +244,7 @@ class Database:
                 keys = list(self.expires)
             else:
                 keys = _sample_keys(self.expires, samples)
+            sampled += len(keys)
             expired = [k for k in keys if self.expires[k] <= now]
             for key in expired:
                 del self.expires[key]
@@ -238,8 +253,8 @@ class Database:
                     self.on_expire(self, key)
             removed.extend(expired)
             if len(expired) * 4 <= len(keys):
-                break
-        return removed
+                return ExpireCycle(removed, sampled, False)
+        return ExpireCycle(removed, sampled, bool(self.expires))
 
     def avg_ttl(self, sample: int = 1000) -> int:
         """INFO keyspace's avg_ttl: the mean time left (ms) of keys with a TTL, estimated from

@@ -46,6 +46,16 @@ def check_password(client: Client, username: bytes, password: bytes) -> bool:
     return hmac.compare_digest(password, required)
 
 
+def authenticate(client: Client, username: bytes, password: bytes) -> None:
+    """AUTH and HELLO AUTH: log the client in, or count the failure (INFO stats'
+    acl_access_denied_auth) and answer WRONGPASS."""
+    if not check_password(client, username, password):
+        client.server.stats.auth_failures += 1
+        raise CommandError(WRONGPASS)
+    client.authenticated = True
+    client.user = "default"
+
+
 @command("auth", -2, "noscript loading stale fast no-auth sentinel allow-busy",
          categories="@fast @connection", summary="Authenticates the connection.",
          group="connection")
@@ -60,10 +70,7 @@ def auth(client: Client, argv: list[bytes]) -> object:
         username, password = b"default", argv[1]
     else:
         username, password = argv[1], argv[2]
-    if not check_password(client, username, password):
-        raise CommandError(WRONGPASS)
-    client.authenticated = True
-    client.user = "default"
+    authenticate(client, username, password)
     return OK
 
 
@@ -102,10 +109,7 @@ def hello(client: Client, argv: list[bytes]) -> object:
         else:
             raise CommandError(f"ERR Syntax error in HELLO option '{client_text(argv[i])}'")
     if credentials is not None:
-        if not check_password(client, *credentials):
-            raise CommandError(WRONGPASS)
-        client.authenticated = True
-        client.user = "default"
+        authenticate(client, *credentials)
     if not client.authenticated:
         raise CommandError(_HELLO_NOAUTH)
     if setname is not None:

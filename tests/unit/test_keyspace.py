@@ -91,7 +91,7 @@ def test_active_expire_removes_expired_keys_only() -> None:
             db.set_expire(key, clock.now + 100_000)
     removed: list[bytes] = []
     for _ in range(400):
-        removed += db.active_expire()
+        removed += db.active_expire().removed
         if len(removed) == 1500:
             break
     assert sorted(removed) == sorted(b"k%d" % i for i in range(0, 3000, 2))
@@ -100,15 +100,35 @@ def test_active_expire_removes_expired_keys_only() -> None:
     assert all(when > clock.now for when in db.expires.values())
 
 
+def test_active_expire_reports_what_it_sampled_and_whether_it_stopped_early() -> None:
+    clock = Clock()
+    db, _ = make_db(clock)
+    for i in range(1000):
+        db.set(b"k%d" % i, StringValue(b"v"))
+        db.set_expire(b"k%d" % i, clock.now - 1)
+    # Every sample is all expired: it goes on for its 16 rounds of 20 and stops with keys
+    # left to expire (Redis stops at its time limit instead).
+    cycle = db.active_expire()
+    assert (len(cycle.removed), cycle.sampled, cycle.stopped_early) == (320, 320, True)
+    for i in range(1000):  # live keys with a TTL: the first sample ends the cycle
+        db.set(b"live%d" % i, StringValue(b"v"))
+        db.set_expire(b"live%d" % i, clock.now + 100_000)
+    while db.active_expire().stopped_early:
+        pass
+    cycle = db.active_expire()
+    assert cycle.sampled == 20 and not cycle.stopped_early
+    assert len(cycle.removed) <= 5  # (a quarter of a sample or less)
+
+
 def test_active_expire_can_be_disabled() -> None:
     clock = Clock()
     db, expired = make_db(clock)
     db.set(b"a", StringValue(b"1"))
     db.set_expire(b"a", clock.now - 1)
     db.active_expire_enabled = False
-    assert db.active_expire() == [] and len(db) == 1
+    assert db.active_expire() == ([], 0, False) and len(db) == 1
     db.active_expire_enabled = True
-    assert db.active_expire() == [b"a"] and expired == [b"a"]
+    assert db.active_expire() == ([b"a"], 1, False) and expired == [b"a"]
 
 
 def test_paused_expiry_hides_expired_keys_without_deleting_them() -> None:
@@ -121,7 +141,7 @@ def test_paused_expiry_hides_expired_keys_without_deleting_them() -> None:
     assert db.get(b"a") is None and b"a" not in db
     assert db.delete(b"a") is False
     assert db.keys_matching(b"*") == [b"b"]
-    assert db.active_expire() == []
+    assert db.active_expire() == ([], 0, False)
     assert len(db) == 2 and expired == []  # still held, nothing propagated
     db.add(b"a", StringValue(b"new"))  # a new key in its place has no TTL
     assert db.get(b"a").data == b"new" and db.get_expire(b"a") is None  # type: ignore[union-attr]
