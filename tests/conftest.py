@@ -8,11 +8,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from tests.helpers import ServerProcess, redis_server_path
-
-# XSTREAMD_TEST_TARGET=redis runs the integration suite against Debian's redis-server,
-# which is how the suite itself is checked for Redis fidelity.
-TARGET = os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd")
+from tests.helpers import TARGET, ServerProcess, redis_server_path
 
 
 @pytest.fixture(scope="session")

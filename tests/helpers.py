@@ -13,6 +13,10 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+# XSTREAMD_TEST_TARGET=redis runs the integration suite against Debian's redis-server,
+# which is how the suite itself is checked for Redis fidelity.
+TARGET = os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd")
+
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

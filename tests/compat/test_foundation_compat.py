@@ -12,18 +12,11 @@ from collections.abc import Iterator
 import pytest
 
 from tests.helpers import ServerProcess
+from tests.resp import encode
 
 pytestmark = pytest.mark.compat
 
 Reply = tuple[bytes, object]
-
-
-def encode(*args: str | bytes | int) -> bytes:
-    out = [b"*%d\r\n" % len(args)]
-    for arg in args:
-        data = arg if isinstance(arg, bytes) else str(arg).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(data), data))
-    return b"".join(out)
 
 
 class Conn:

@@ -19,20 +19,13 @@ import hiredis
 import pytest
 
 from tests.helpers import ServerProcess
+from tests.resp import encode
 
 pytestmark = pytest.mark.compat
 
 KEYS = ["g:s1", "g:s2"]
 GROUPS = ["ga", "gb"]
 CONSUMERS = ["c1", "c2", "c3"]
-
-
-def resp(args: list[str]) -> bytes:
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        data = a.encode()
-        out += b"$%d\r\n%s\r\n" % (len(data), data)
-    return out
 
 
 class Conn:
@@ -45,7 +38,7 @@ class Conn:
             self.run([["HELLO", "3"]])
 
     def run(self, commands: list[list[str]]) -> list[object]:
-        self.sock.sendall(b"".join(resp(c) for c in commands))
+        self.sock.sendall(b"".join(encode(*c) for c in commands))
         out: list[object] = []
         while len(out) < len(commands):
             reply = self.reader.gets()

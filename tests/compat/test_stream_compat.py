@@ -15,16 +15,9 @@ from collections.abc import Iterator
 import pytest
 
 from tests.helpers import ServerProcess
+from tests.resp import encode
 
 pytestmark = pytest.mark.compat
-
-
-def resp(args: list[str]) -> bytes:
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        data = a.encode()
-        out += b"$%d\r\n%s\r\n" % (len(data), data)
-    return out
 
 
 def _frame_end(buf: bytes, pos: int) -> int | None:
@@ -65,7 +58,7 @@ class Pipe:
         self.buf = b""
 
     def run(self, commands: list[list[str]]) -> list[bytes]:
-        self.sock.sendall(b"".join(resp(c) for c in commands))
+        self.sock.sendall(b"".join(encode(*c) for c in commands))
         replies: list[bytes] = []
         pos = 0
         while len(replies) < len(commands):

@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterator
 
 import hiredis
 
-from tests.helpers import ServerProcess
+from tests.helpers import TARGET, ServerProcess
+from tests.resp import encode as resp
 
-TARGET = os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd")
 IS_REDIS = TARGET == "redis"
 
 
@@ -35,15 +35,6 @@ def running(args: list[str] | None = None, env: dict[str, str] | None = None,
         yield proc
     finally:
         proc.stop()
-
-
-def resp(*args: str | bytes) -> bytes:
-    """A command as a RESP multibulk frame."""
-    out = [b"*%d\r\n" % len(args)]
-    for arg in args:
-        data = arg.encode() if isinstance(arg, str) else arg
-        out.append(b"$%d\r\n%s\r\n" % (len(data), data))
-    return b"".join(out)
 
 
 def connect(port: int, host: str = "127.0.0.1", timeout: float = 10.0) -> socket.socket:

@@ -6,7 +6,6 @@ MONITOR, COMMAND, MEMORY USAGE, ROLE, WAIT, SHUTDOWN.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Iterator
@@ -14,10 +13,10 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from tests.helpers import ServerProcess
+from tests.helpers import TARGET, ServerProcess
+from tests.integration.server_fixtures import flushed_conn, module_server
 from tests.resp import Conn, encode
 
-TARGET = os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd")
 ours_only = pytest.mark.skipif(TARGET == "redis", reason="xstreamd-specific")
 
 
@@ -40,22 +39,15 @@ def section_titles(reply: bytes) -> list[str]:
     return re.findall(r"^# (\w+)\r$", reply.decode(), flags=re.M)
 
 
-@pytest.fixture(scope="module")
-def srv() -> Iterator[ServerProcess]:
-    proc = ServerProcess(
-        TARGET, extra_args=["--appendonly", "no", "--enable-debug-command", "local"]).start()
-    yield proc
-    proc.stop()
+srv = module_server("--enable-debug-command", "local")
 
 
 @pytest.fixture
 def c(srv: ServerProcess) -> Iterator[Conn]:
-    conn = Conn(srv)
-    conn.call("FLUSHALL")
-    yield conn
-    conn.call("CONFIG", "SET", "slowlog-log-slower-than", "10000")
-    conn.call("CONFIG", "SET", "maxmemory", "0")
-    conn.close()
+    with flushed_conn(srv) as conn:
+        yield conn
+        conn.call("CONFIG", "SET", "slowlog-log-slower-than", "10000")
+        conn.call("CONFIG", "SET", "maxmemory", "0")
 
 
 # -- INFO ---------------------------------------------------------------------------------------

@@ -5,8 +5,6 @@ client that is woken for nothing and blocks again."""
 
 from __future__ import annotations
 
-import os
-import socket
 import time
 from collections.abc import Callable, Iterator
 
@@ -19,66 +17,18 @@ from server.client import Client
 from server.config import Config
 from server.dispatch import run_commands
 from tests.helpers import ServerProcess
+from tests.integration.stream_helpers import REDIS7
+from tests.resp import ParsedConn, encode
 
-REDIS7 = os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd") == "redis"
 redis72 = pytest.mark.skipif(REDIS7, reason="Redis 7.2+ behaviour; the reference server is 7.0")
 
 
-def resp(*args: str | bytes) -> bytes:
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a.encode() if isinstance(a, str) else a
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
-
-
-class Conn:
-    """A raw connection: send commands now, read their replies (parsed) later."""
-
-    def __init__(self, server: ServerProcess) -> None:
-        self.sock = socket.create_connection((server.host, server.port), timeout=10)
-        self.reader = hiredis.Reader()
-        self.raw = b""
-
-    def send(self, *args: str | bytes) -> None:
-        self.sock.sendall(resp(*args))
-
-    def read(self, timeout: float = 10.0) -> object:
-        self.sock.settimeout(timeout)
-        while True:
-            reply = self.reader.gets()
-            if reply is not False:
-                return reply
-            chunk = self.sock.recv(65536)
-            assert chunk, "connection closed"
-            self.raw += chunk
-            self.reader.feed(chunk)
-
-    def call(self, *args: str | bytes) -> object:
-        self.send(*args)
-        return self.read()
-
-    def nothing_pending(self, wait: float = 0.2) -> bool:
-        """True when no reply arrives within `wait` seconds (the client is still waiting)."""
-        self.sock.settimeout(wait)
-        try:
-            chunk = self.sock.recv(65536)
-        except TimeoutError:
-            return True
-        self.raw += chunk
-        self.reader.feed(chunk)
-        return False
-
-    def close(self) -> None:
-        self.sock.close()
-
-
 @pytest.fixture
-def conns(server: ServerProcess, r: redis.Redis) -> Iterator[Callable[[], Conn]]:
-    made: list[Conn] = []
+def conns(server: ServerProcess, r: redis.Redis) -> Iterator[Callable[[], ParsedConn]]:
+    made: list[ParsedConn] = []
 
-    def make() -> Conn:
-        conn = Conn(server)
+    def make() -> ParsedConn:
+        conn = ParsedConn(server)
         made.append(conn)
         return conn
 
@@ -224,7 +174,7 @@ def test_timeout_replies_null(r: redis.Redis, conns) -> None:
 
 def test_pipelined_commands_wait_for_the_blocked_one(r: redis.Redis, conns) -> None:
     c = conns()
-    c.sock.sendall(resp("XREAD", "BLOCK", "0", "STREAMS", "s", "$") + resp("PING"))
+    c.sock.sendall(encode("XREAD", "BLOCK", "0", "STREAMS", "s", "$") + encode("PING"))
     wait_blocked(r, 1)
     assert c.nothing_pending()
     r.xadd("s", {"f": "v"}, id="1-1")
@@ -342,8 +292,8 @@ def test_thousand_readers_served_in_fifo_order(r: redis.Redis, conns) -> None:
     for i, c in enumerate(readers):
         # Each reader also queues a command behind its XREAD: their order in `order` is the
         # order in which the server served the readers.
-        c.sock.sendall(resp("XREAD", "BLOCK", "0", "STREAMS", "s", "$")
-                       + resp("XADD", "order", "*", "reader", str(i)))
+        c.sock.sendall(encode("XREAD", "BLOCK", "0", "STREAMS", "s", "$")
+                       + encode("XADD", "order", "*", "reader", str(i)))
         wait_blocked(r, i + 1)
     r.xadd("s", {"f": "v"}, id="1-1")
     for c in readers:

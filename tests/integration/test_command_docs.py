@@ -30,9 +30,9 @@ import server.commands  # noqa: F401 - registers every command
 from server.commands.command_docs import Arg, SyntaxParseError, parse_syntax
 from server.commands.command_docs_table import DOCS
 from server.dispatch import COMMANDS, CommandSpec
-from tests.helpers import ServerProcess
-
-TARGET = os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd")
+from tests.helpers import TARGET, ServerProcess
+from tests.integration.server_fixtures import module_server
+from tests.resp import encode, read_raw
 
 ours_only = pytest.mark.skipif(TARGET == "redis", reason="Redis 8.4 docs; the target is 7.0")
 
@@ -54,11 +54,7 @@ class Conn:
             self.call("HELLO", "3")
 
     def send(self, *args: str | bytes) -> None:
-        out = [b"*%d\r\n" % len(args)]
-        for arg in args:
-            data = arg if isinstance(arg, bytes) else arg.encode()
-            out.append(b"$%d\r\n%s\r\n" % (len(data), data))
-        self.sock.sendall(b"".join(out))
+        self.sock.sendall(encode(*args))
 
     def call(self, *args: str | bytes) -> Any:
         self.send(*args)
@@ -67,17 +63,7 @@ class Conn:
     def raw(self, *args: str | bytes) -> bytes:
         """The exact bytes of one reply."""
         self.send(*args)
-        return self._raw()
-
-    def _raw(self) -> bytes:
-        line = self.file.readline()
-        kind, rest = line[:1], line[1:-2]
-        if kind in b"$=!" and rest != b"-1":
-            return line + self.file.read(int(rest) + 2)
-        if kind in b"*%~>|" and rest != b"-1":
-            n = int(rest) * (2 if kind in b"%|" else 1)
-            return line + b"".join(self._raw() for _ in range(n))
-        return line
+        return read_raw(self.file)
 
     def read(self) -> Any:
         line = self.file.readline()
@@ -121,11 +107,7 @@ def typed(value: Any) -> Any:
     return value
 
 
-@pytest.fixture(scope="module")
-def ours() -> Iterator[ServerProcess]:
-    proc = ServerProcess(TARGET, extra_args=["--appendonly", "no"]).start()
-    yield proc
-    proc.stop()
+ours = module_server()
 
 
 @pytest.fixture

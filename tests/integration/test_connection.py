@@ -7,7 +7,6 @@ after 7.0 (CLIENT SETINFO / NO-TOUCH, HELLO's version) is checked for xstreamd o
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import time
@@ -15,10 +14,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.helpers import ServerProcess
+from tests.helpers import TARGET, ServerProcess
+from tests.integration.server_fixtures import flushed_conn, module_server
 from tests.resp import Conn, encode
 
-TARGET = os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd")
 ours_only = pytest.mark.skipif(TARGET == "redis", reason="Redis 7.2+ behaviour")
 
 
@@ -31,19 +30,13 @@ def arity(name: str) -> bytes:
     return f"-ERR wrong number of arguments for '{name}' command\r\n".encode()
 
 
-@pytest.fixture(scope="module")
-def srv() -> Iterator[ServerProcess]:
-    proc = ServerProcess(TARGET, extra_args=["--appendonly", "no"]).start()
-    yield proc
-    proc.stop()
+srv = module_server()
 
 
 @pytest.fixture
 def c(srv: ServerProcess) -> Iterator[Conn]:
-    conn = Conn(srv)
-    conn.call("FLUSHALL")
-    yield conn
-    conn.close()
+    with flushed_conn(srv) as conn:
+        yield conn
 
 
 # -- PING, ECHO, unknown commands ----------------------------------------------------------------
@@ -156,12 +149,7 @@ def test_auth_without_requirepass(c: Conn) -> None:
     assert c.call("AUTH") == arity("auth")
 
 
-@pytest.fixture(scope="module")
-def secured() -> Iterator[ServerProcess]:
-    proc = ServerProcess(TARGET, extra_args=["--appendonly", "no", "--requirepass", "s3cret"])
-    proc.start()
-    yield proc
-    proc.stop()
+secured = module_server("--requirepass", "s3cret")
 
 
 def test_requirepass_flow(secured: ServerProcess) -> None:

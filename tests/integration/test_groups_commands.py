@@ -7,39 +7,20 @@ behaviour added after 7.0 are marked `redis8` and skipped there.
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Iterator
 
-import pytest
 import redis
 
-from tests.helpers import ServerProcess
-
-REDIS7 = os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd") == "redis"
-redis8 = pytest.mark.skipif(REDIS7, reason="Redis 8 behaviour; the reference server is 7.0")
+from tests.integration.server_fixtures import unparsed_resp2_client
+from tests.integration.stream_helpers import REDIS7, WRONGTYPE, err, redis8
 
 KEY_REQUIRED = (
     "The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use "
     "the MKSTREAM option to create an empty stream automatically."
 )
-WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
 
 
-@pytest.fixture
-def r(server: ServerProcess) -> Iterator[redis.Redis]:
-    """A RESP2 redis-py client on a flushed server that returns replies unparsed."""
-    client = redis.Redis(host=server.host, port=server.port, protocol=2)
-    client.response_callbacks.clear()
-    client.flushall()
-    yield client
-    client.close()
-
-
-def err(r: redis.Redis, *args: object) -> str:
-    with pytest.raises(redis.ResponseError) as exc:
-        r.execute_command(*args)
-    return str(exc.value)
+r = unparsed_resp2_client()
 
 
 def pairs(reply: list) -> dict:

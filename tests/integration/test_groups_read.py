@@ -8,8 +8,6 @@ behaviour added after 7.0 are marked `redis8` and skipped there.
 
 from __future__ import annotations
 
-import os
-import socket
 import time
 from collections.abc import Iterator
 
@@ -18,53 +16,24 @@ import pytest
 import redis
 
 from tests.helpers import ServerProcess
+from tests.integration.server_fixtures import unparsed_resp2_client
+from tests.integration.stream_helpers import BAD_ID, REDIS7, WRONGTYPE, err, redis8
+from tests.resp import ParsedConn
 
-REDIS7 = os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd") == "redis"
-redis8 = pytest.mark.skipif(REDIS7, reason="Redis 8 behaviour; the reference server is 7.0")
-
-BAD_ID = "Invalid stream ID specified as stream command argument"
-WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
 NOT_INT = "value is not an integer or out of range"
 
 
-@pytest.fixture
-def r(server: ServerProcess) -> Iterator[redis.Redis]:
-    """A RESP2 redis-py client on a flushed server that returns replies unparsed."""
-    client = redis.Redis(host=server.host, port=server.port, protocol=2)
-    client.response_callbacks.clear()
-    client.flushall()
-    yield client
-    client.close()
+r = unparsed_resp2_client()
 
 
-class Deferred:
+class Deferred(ParsedConn):
     """A connection whose command is sent now and whose reply is read later."""
 
     def __init__(self, server: ServerProcess, protocol: int = 2) -> None:
-        self.sock = socket.create_connection((server.host, server.port), timeout=10)
-        self.reader = hiredis.Reader()
+        super().__init__(server)
         if protocol == 3:
             self.send("HELLO", "3")
             self.read()
-
-    def send(self, *args: object) -> None:
-        out = b"*%d\r\n" % len(args)
-        for a in args:
-            a = a if isinstance(a, bytes) else str(a).encode()
-            out += b"$%d\r\n%s\r\n" % (len(a), a)
-        self.sock.sendall(out)
-
-    def read(self) -> object:
-        while True:
-            reply = self.reader.gets()
-            if reply is not False:
-                return reply
-            chunk = self.sock.recv(65536)
-            assert chunk, "connection closed"
-            self.reader.feed(chunk)
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture
@@ -89,12 +58,6 @@ def wait_blocked(r: redis.Redis, n: int) -> None:
             return
         time.sleep(0.01)
     raise AssertionError(f"expected {n} blocked clients")
-
-
-def err(r: redis.Redis, *args: object) -> str:
-    with pytest.raises(redis.ResponseError) as exc:
-        r.execute_command(*args)
-    return str(exc.value)
 
 
 def xrg(r: redis.Redis, *args: object) -> object:

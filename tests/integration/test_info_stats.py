@@ -7,7 +7,6 @@ field 7.0 lacks is skipped there).
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 from collections.abc import Iterator
@@ -15,18 +14,14 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from tests.helpers import ServerProcess
+from tests.helpers import TARGET, ServerProcess
+from tests.integration.server_fixtures import module_server
 from tests.resp import Conn
 
-TARGET = os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd")
 PING = b"*1\r\n$4\r\nPING\r\n"
 
 
-@pytest.fixture(scope="module")
-def srv() -> Iterator[ServerProcess]:
-    proc = ServerProcess(TARGET, extra_args=["--appendonly", "no"]).start()
-    yield proc
-    proc.stop()
+srv = module_server()
 
 
 @pytest.fixture

@@ -7,18 +7,15 @@ ENCODING, the minimal string type and WRONGTYPE; lazy and active expiry.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 
 import pytest
 import redis
 
-from tests.helpers import ServerProcess
+from tests.helpers import TARGET, ServerProcess
+from tests.integration.server_fixtures import flushed_conn, module_server
 from tests.resp import Conn
-
-TARGET = os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd")
-
 
 SYNTAX = b"-ERR syntax error\r\n"
 NOT_INT = b"-ERR value is not an integer or out of range\r\n"
@@ -29,21 +26,14 @@ def arity(name: str) -> bytes:
     return f"-ERR wrong number of arguments for '{name}' command\r\n".encode()
 
 
-@pytest.fixture(scope="module")
-def srv() -> Iterator[ServerProcess]:
-    proc = ServerProcess(
-        TARGET, extra_args=["--appendonly", "no", "--enable-debug-command", "local"]).start()
-    yield proc
-    proc.stop()
+srv = module_server("--enable-debug-command", "local")
 
 
 @pytest.fixture
 def c(srv: ServerProcess) -> Iterator[Conn]:
-    conn = Conn(srv)
-    conn.call("FLUSHALL")
-    yield conn
-    conn.call("DEBUG", "SET-ACTIVE-EXPIRE", "1")
-    conn.close()
+    with flushed_conn(srv) as conn:
+        yield conn
+        conn.call("DEBUG", "SET-ACTIVE-EXPIRE", "1")
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Iterator
@@ -13,20 +12,15 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from tests.helpers import ServerProcess
+from tests.helpers import TARGET, ServerProcess
+from tests.integration.server_fixtures import module_server
 from tests.resp import Conn
 
-TARGET = os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd")
 # Redis 7.2+ counts a blocked command when it times out (updateStatsOnUnblock); 7.0 does not.
 redis8_only = pytest.mark.skipif(TARGET == "redis", reason="Redis 7.2+ behaviour")
 
 
-@pytest.fixture(scope="module")
-def srv() -> Iterator[ServerProcess]:
-    proc = ServerProcess(
-        TARGET, extra_args=["--appendonly", "no", "--enable-debug-command", "local"]).start()
-    yield proc
-    proc.stop()
+srv = module_server("--enable-debug-command", "local")
 
 
 @pytest.fixture

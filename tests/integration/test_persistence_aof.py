@@ -13,16 +13,16 @@ from tests.integration.test_persistence_support import (
     History,
     connect,
     dump_state,
+    files_and_restarts,
     files_in,
     info,
     start,
+    started,
     wait_for,
     wait_idle,
 )
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd") == "redis",
-    reason="xstreamd's files and restarts")
+pytestmark = files_and_restarts
 
 
 def _aof_dir(workdir: str) -> str:
@@ -37,17 +37,13 @@ def _read(path: str) -> bytes:
 @pytest.mark.parametrize("seed", [1, 2])
 def test_replay_rebuilds_the_same_streams_groups_and_pels(tmp_path, seed: int) -> None:
     workdir = str(tmp_path)
-    proc = start(workdir, "--appendfsync", "always")
-    try:
+    with started(workdir, "--appendfsync", "always") as proc:
         ok = History(seed).run(proc, 700)
         assert ok > 300
         before = dump_state(proc, volatile_times=False)
         before_exact = dump_state(proc)
         assert any(v[0] == b"stream" and v[1][b"groups"] for v in before[0].values())
-    finally:
-        proc.stop()
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         # Consumers' seen-time/active-time are the only difference: XCLAIM cannot carry them.
         assert dump_state(proc, volatile_times=False) == before
         after_exact = dump_state(proc)
@@ -56,14 +52,11 @@ def test_replay_rebuilds_the_same_streams_groups_and_pels(tmp_path, seed: int) -
         assert info(r)["aof_enabled"] == 1
         assert r.execute_command("DEBUG", "LOADAOF") == b"OK"
         assert dump_state(proc, volatile_times=False) == before
-    finally:
-        proc.stop()
 
 
 def test_rewrite_then_restart_gives_the_same_data(tmp_path) -> None:
     workdir = str(tmp_path)
-    proc = start(workdir, "--aof-use-rdb-preamble", "no")  # the command-based base
-    try:
+    with started(workdir, "--aof-use-rdb-preamble", "no") as proc:  # the command-based base
         History(5).run(proc, 600)
         r = connect(proc)
         incr_before = _read(os.path.join(_aof_dir(workdir), "appendonly.aof.1.incr.aof"))
@@ -80,20 +73,14 @@ def test_rewrite_then_restart_gives_the_same_data(tmp_path) -> None:
         # writes during and after the rewrite land in the new incr file
         History(6).run(proc, 200)
         before = dump_state(proc, volatile_times=False, layout=False)
-    finally:
-        proc.stop()
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         assert dump_state(proc, volatile_times=False, layout=False) == before
-    finally:
-        proc.stop()
 
 
 def test_rewrite_with_snapshot_base_keeps_everything_exactly(tmp_path) -> None:
     """The default base (aof-use-rdb-preamble yes, as in Redis) is a snapshot."""
     workdir = str(tmp_path)
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         History(9).run(proc, 500)
         r = connect(proc)
         assert r.config_get("aof-use-rdb-preamble") == {"aof-use-rdb-preamble": "yes"}
@@ -102,19 +89,13 @@ def test_rewrite_with_snapshot_base_keeps_everything_exactly(tmp_path) -> None:
         base = _read(os.path.join(_aof_dir(workdir), "appendonly.aof.2.base.aof"))
         assert base.startswith(b"XSNAP")
         before = dump_state(proc)  # times and node layout included
-    finally:
-        proc.stop()
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         assert dump_state(proc) == before
-    finally:
-        proc.stop()
 
 
 def test_transactions_selects_and_expiry_in_the_file(tmp_path) -> None:
     workdir = str(tmp_path)
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         r = connect(proc)
         pipe = r.pipeline(transaction=True)
         pipe.set("a", "1")
@@ -131,24 +112,18 @@ def test_transactions_selects_and_expiry_in_the_file(tmp_path) -> None:
         assert b"PEXPIREAT" in commands and b"EXPIRE\r\n" not in commands
         assert commands.rstrip().endswith(b"DEL\r\n$4\r\ngone")
         ttl_before = r.pexpiretime("a")
-    finally:
-        proc.stop()
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         r = connect(proc)
         assert r.get("a") == b"1" and r.pexpiretime("a") == ttl_before
         assert r.xrange("s") == [(b"5-1", {b"f": b"v"})]
         assert connect(proc, 1).get("other") == b"x"
         assert r.get("gone") is None
-    finally:
-        proc.stop()
 
 
 def test_auto_rewrite_on_growth(tmp_path) -> None:
     workdir = str(tmp_path)
-    proc = start(workdir, "--auto-aof-rewrite-min-size", "20kb",
-                 "--auto-aof-rewrite-percentage", "100")
-    try:
+    with started(workdir, "--auto-aof-rewrite-min-size", "20kb",
+                 "--auto-aof-rewrite-percentage", "100") as proc:
         r = connect(proc)
         pipe = r.pipeline(transaction=False)
         for _ in range(600):
@@ -160,13 +135,8 @@ def test_auto_rewrite_on_growth(tmp_path) -> None:
         assert i["aof_base_size"] < 20 * 1024  # ten entries left: compact
         assert r.xlen("s") == 10
         expected = r.xrange("s")
-    finally:
-        proc.stop()
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         assert connect(proc).xrange("s") == expected
-    finally:
-        proc.stop()
 
 
 def test_appendonly_turned_on_and_off_at_runtime(tmp_path) -> None:
@@ -184,25 +154,18 @@ def test_appendonly_turned_on_and_off_at_runtime(tmp_path) -> None:
         assert r.config_get("appendonly") == {"appendonly": "yes"}
     finally:
         proc.stop(kill=True)  # no clean shutdown: the files alone must hold both entries
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         r = connect(proc)
         assert [e[0] for e in r.xrange("s")] == [b"1-1", b"2-1"]
         r.config_set("appendonly", "no")
         assert info(r)["aof_enabled"] == 0
         r.xadd("s", {"off": "1"}, id="3-1")  # not logged
-    finally:
-        proc.stop()
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         assert [e[0] for e in connect(proc).xrange("s")] == [b"1-1", b"2-1"]
-    finally:
-        proc.stop()
 
 
 def test_appendfsync_config_and_info_fields(tmp_path) -> None:
-    proc = start(str(tmp_path))
-    try:
+    with started(str(tmp_path)) as proc:
         r = connect(proc)
         assert r.config_get("appendfsync") == {"appendfsync": "everysec"}
         for policy in ("always", "no", "everysec"):
@@ -221,14 +184,11 @@ def test_appendfsync_config_and_info_fields(tmp_path) -> None:
         assert i["aof_last_write_status"] == "ok"
         assert i["aof_current_size"] > 0 and i["aof_buffer_length"] == 0
         assert i["rdb_changes_since_last_save"] == 3
-    finally:
-        proc.stop()
 
 
 def test_history_reads_survive_replay(tmp_path) -> None:
     workdir = str(tmp_path)
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         r = connect(proc)
         r.xadd("s", {"f": "v"}, id="1-1")
         r.xgroup_create("s", "g", "0")
@@ -236,24 +196,18 @@ def test_history_reads_survive_replay(tmp_path) -> None:
         r.xreadgroup("g", "c", {"s": "0"})  # the consumer's history: second delivery
         before = r.xpending_range("s", "g", "-", "+", 10)
         assert before[0]["times_delivered"] == 2
-    finally:
-        proc.stop()
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         after = connect(proc).xpending_range("s", "g", "-", "+", 10)
         # The delivery time is restored, so the idle time has only grown meanwhile.
         assert after[0]["time_since_delivered"] >= before[0]["time_since_delivered"]
         for row in (before[0], after[0]):
             del row["time_since_delivered"]
         assert after == before
-    finally:
-        proc.stop()
 
 
 def test_rewrite_with_the_aof_off_is_the_whole_state(tmp_path) -> None:
     workdir = str(tmp_path)
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         r = connect(proc)
         r.set("k", "logged")
         r.config_set("appendonly", "no")
@@ -261,13 +215,8 @@ def test_rewrite_with_the_aof_off_is_the_whole_state(tmp_path) -> None:
         r.bgrewriteaof()  # the old incr file must not be replayed over this base
         wait_idle(r)
         assert info(r)["aof_last_bgrewrite_status"] == "ok"
-    finally:
-        proc.stop()
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         assert connect(proc).get("k") == b"latest"
-    finally:
-        proc.stop()
 
 
 @pytest.mark.parametrize("preamble", ["no", "yes"])
@@ -278,8 +227,7 @@ def test_counters_past_llong_max_survive_rewrite_and_restart(tmp_path, preamble:
     LLONG_MAX, so there they are written as LLONG_MAX (and grow again as the AOF replays)."""
     workdir = str(tmp_path)
     llong_max = 2**63 - 1
-    proc = start(workdir, "--aof-use-rdb-preamble", preamble)
-    try:
+    with started(workdir, "--aof-use-rdb-preamble", preamble) as proc:
         r = connect(proc)
         r.execute_command("XADD", "t", "1-0", "f", "v")
         r.execute_command("XSETID", "t", "1-0", "ENTRIESADDED", str(llong_max))
@@ -292,10 +240,7 @@ def test_counters_past_llong_max_survive_rewrite_and_restart(tmp_path, preamble:
         assert info(r)["aof_last_bgrewrite_status"] == "ok"
         r.execute_command("XADD", "t", "3-0", "f", "v")  # in the new incremental file
         before = dump_state(proc, volatile_times=False, layout=False)
-    finally:
-        proc.stop()
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         after = dump_state(proc, volatile_times=False, layout=False)
         if preamble == "yes":
             assert after == before
@@ -309,8 +254,6 @@ def test_counters_past_llong_max_survive_rewrite_and_restart(tmp_path, preamble:
             assert group_now[b"entries-read"] == llong_max
             for name in (b"name", b"last-delivered-id", b"pel-count", b"pending"):
                 assert group_now[name] == group_was[name]
-    finally:
-        proc.stop()
 
 
 def test_rewrite_keeps_max_deleted_id_with_trimmed_pending_entries(tmp_path) -> None:
@@ -318,8 +261,7 @@ def test_rewrite_keeps_max_deleted_id_with_trimmed_pending_entries(tmp_path) -> 
     both come back pending after a command-based rewrite, and max-deleted-entry-id is what
     it was: 0-0 after the trim alone, then the XDELed ID."""
     workdir = str(tmp_path)
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         r = connect(proc)
         for i in range(1, 6):
             r.execute_command("XADD", "s", f"{i}-0", "f", "v")
@@ -341,5 +283,3 @@ def test_rewrite_keeps_max_deleted_id_with_trimmed_pending_entries(tmp_path) -> 
         pending = r.xpending_range("s", "g", "-", "+", 10)
         assert [p["message_id"] for p in pending] == [b"1-0", b"2-0", b"3-0", b"4-0"]
         assert states[0][0][b"s"][1][b"max-deleted-entry-id"] == b"0-0"
-    finally:
-        proc.stop()

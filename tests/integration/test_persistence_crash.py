@@ -16,17 +16,18 @@ import redis
 
 from tests.helpers import REPO_ROOT, free_port
 from tests.integration.test_persistence_support import (
+    children,
     connect,
+    files_and_restarts,
     files_in,
     info,
     start,
+    started,
     wait_for,
     wait_idle,
 )
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd") == "redis",
-    reason="xstreamd's files and restarts")
+pytestmark = files_and_restarts
 
 INCR1 = os.path.join("appendonlydir", "appendonly.aof.1.incr.aof")
 
@@ -40,14 +41,6 @@ def _run_to_exit(workdir: str, *args: str) -> tuple[int, str]:
          "--save", "", *args],
         capture_output=True, timeout=60, env=env, cwd=workdir)
     return done.returncode, (done.stdout + done.stderr).decode(errors="replace")
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as fh:
-            return [int(x) for x in fh.read().split()]
-    except OSError:
-        return []
 
 
 def _alive(pid: int) -> bool:
@@ -116,8 +109,7 @@ def test_kill9_under_load_loses_nothing_that_was_acknowledged(tmp_path) -> None:
     stop.set()
     for t in threads:
         t.join(30)
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         r = connect(proc)
         present = {eid for eid, _ in r.xrange("s")}
         missing = [eid for eid in added if eid not in present]
@@ -126,8 +118,6 @@ def test_kill9_under_load_loses_nothing_that_was_acknowledged(tmp_path) -> None:
         assert not pending & set(acked), "XACK'd entries came back as pending"
         # what was delivered (the reply came back) and never acked is still pending
         assert set(delivered) - set(ack_sent) <= pending
-    finally:
-        proc.stop()
 
 
 # -- kill -9 during a rewrite -------------------------------------------------------------------
@@ -144,13 +134,12 @@ def _fill(r: redis.Redis, n: int) -> None:
 
 def test_kill9_of_the_server_during_a_rewrite(tmp_path) -> None:
     workdir = str(tmp_path)
-    proc = start(workdir, "--rdb-key-save-delay", "30000")  # 30 ms per key: a slow rewrite
-    try:
+    with started(workdir, "--rdb-key-save-delay", "30000") as proc:  # 30 ms per key: a slow rewrite
         r = connect(proc)
         _fill(r, 60)
         r.bgrewriteaof()
-        wait_for(lambda: _children(proc.proc.pid), what="the rewrite child")
-        child = _children(proc.proc.pid)[0]
+        wait_for(lambda: children(proc.proc.pid), what="the rewrite child")
+        child = children(proc.proc.pid)[0]
         r.set("during", "1")  # written while the child runs: goes to the new incr file
         r.xadd("s", {"a": "3"}, id="1-3")
         assert info(r)["aof_rewrite_in_progress"] == 1
@@ -159,10 +148,7 @@ def test_kill9_of_the_server_during_a_rewrite(tmp_path) -> None:
         wait_for(lambda: not _alive(child), what="the orphaned child to die with its parent")
         names = files_in(os.path.join(workdir, "appendonlydir"))
         assert any(n.startswith("temp-rewriteaof-bg-") for n in names)
-    finally:
-        proc.stop()
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         r = connect(proc)
         assert r.get("k59") == b"59" and r.get("during") == b"1"
         assert [e[0] for e in r.xrange("s")] == [b"1-1", b"1-2", b"1-3"]
@@ -172,24 +158,18 @@ def test_kill9_of_the_server_during_a_rewrite(tmp_path) -> None:
         assert r.bgrewriteaof()
         wait_idle(r)
         assert info(r)["aof_last_bgrewrite_status"] == "ok"
-    finally:
-        proc.stop()
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         assert connect(proc).get("during") == b"1"
-    finally:
-        proc.stop()
 
 
 def test_killed_rewrite_child_is_a_failed_rewrite_not_an_outage(tmp_path) -> None:
     workdir = str(tmp_path)
-    proc = start(workdir, "--rdb-key-save-delay", "30000")
-    try:
+    with started(workdir, "--rdb-key-save-delay", "30000") as proc:
         r = connect(proc)
         _fill(r, 40)
         r.bgrewriteaof()
-        wait_for(lambda: _children(proc.proc.pid), what="the rewrite child")
-        os.kill(_children(proc.proc.pid)[0], signal.SIGKILL)
+        wait_for(lambda: children(proc.proc.pid), what="the rewrite child")
+        os.kill(children(proc.proc.pid)[0], signal.SIGKILL)
         wait_for(lambda: info(r)["aof_rewrite_in_progress"] == 0, what="the parent to notice")
         i = info(r)
         assert i["aof_last_bgrewrite_status"] == "err"
@@ -201,23 +181,15 @@ def test_killed_rewrite_child_is_a_failed_rewrite_not_an_outage(tmp_path) -> Non
         r.bgrewriteaof()
         wait_idle(r)
         assert info(r)["aof_last_bgrewrite_status"] == "ok"
-    finally:
-        proc.stop()
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         r = connect(proc)
         assert r.get("k39") == b"39" and r.get("after") == b"1"
-    finally:
-        proc.stop()
 
 
 def test_leftovers_of_a_crashed_rewrite_are_ignored_and_removed(tmp_path) -> None:
     workdir = str(tmp_path)
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         connect(proc).set("k", "v")
-    finally:
-        proc.stop()
     aof_dir = os.path.join(workdir, "appendonlydir")
     # a child's half-written file, a base renamed but never listed, a half-written manifest
     for name, data in (("temp-rewriteaof-bg-4242.aof", b"*3\r\n$3\r\nSET"),
@@ -225,25 +197,19 @@ def test_leftovers_of_a_crashed_rewrite_are_ignored_and_removed(tmp_path) -> Non
                        ("temp-appendonly.aof.manifest", b"file x seq")):
         with open(os.path.join(aof_dir, name), "wb") as fh:
             fh.write(data)
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         assert connect(proc).get("k") == b"v"
         assert files_in(aof_dir) == ["appendonly.aof.1.base.aof", "appendonly.aof.1.incr.aof",
                                      "appendonly.aof.manifest"]
-    finally:
-        proc.stop()
 
 
 # -- damaged files ------------------------------------------------------------------------------
 def _one_incr(workdir: str) -> str:
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         r = connect(proc)
         r.set("a", "1")
         r.xadd("s", {"f": "v"}, id="1-1")
         r.set("b", "2")
-    finally:
-        proc.stop()
     return os.path.join(workdir, INCR1)
 
 
@@ -252,21 +218,15 @@ def test_truncated_last_command_is_dropped_with_a_warning(tmp_path) -> None:
     incr = _one_incr(workdir)
     size = os.path.getsize(incr)
     _append(incr, b"*3\r\n$3\r\nSET\r\n$1\r\nc\r\n$5\r\nhal")
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         r = connect(proc)
         assert r.get("b") == b"2" and r.get("c") is None
         assert "short read" in proc.read_log()
         assert os.path.getsize(incr) == size  # cut back to the last complete command
         r.set("d", "4")
-    finally:
-        proc.stop()
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         r = connect(proc)
         assert r.get("d") == b"4" and r.get("a") == b"1"
-    finally:
-        proc.stop()
 
 
 def test_unfinished_transaction_at_the_end_is_dropped(tmp_path) -> None:
@@ -274,12 +234,9 @@ def test_unfinished_transaction_at_the_end_is_dropped(tmp_path) -> None:
     incr = _one_incr(workdir)
     size = os.path.getsize(incr)
     _append(incr, b"*1\r\n$5\r\nMULTI\r\n*3\r\n$3\r\nSET\r\n$1\r\nz\r\n$1\r\n1\r\n")
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         assert connect(proc).get("z") is None
         assert os.path.getsize(incr) == size
-    finally:
-        proc.stop()
 
 
 def test_truncated_file_refused_when_aof_load_truncated_is_no(tmp_path) -> None:
@@ -324,15 +281,12 @@ def test_truncated_base_is_not_tolerated(tmp_path, preamble: str) -> None:
     """Only the last file may end short; a damaged base stops the start, whether it holds
     commands or a snapshot (aof-use-rdb-preamble)."""
     workdir = str(tmp_path)
-    proc = start(workdir, "--aof-use-rdb-preamble", preamble)
-    try:
+    with started(workdir, "--aof-use-rdb-preamble", preamble) as proc:
         r = connect(proc)
         r.set("a", "1")
         r.bgrewriteaof()
         wait_idle(r)
         r.set("b", "1")
-    finally:
-        proc.stop()
     base = os.path.join(workdir, "appendonlydir", "appendonly.aof.2.base.aof")
     with open(base, "rb") as fh:
         data = fh.read()
@@ -354,13 +308,10 @@ def test_missing_file_listed_in_the_manifest(tmp_path) -> None:
 
 def test_damaged_snapshot_stops_the_start(tmp_path) -> None:
     workdir = str(tmp_path)
-    proc = start(workdir, "--appendonly", "no")
-    try:
+    with started(workdir, "--appendonly", "no") as proc:
         r = connect(proc)
         r.xadd("s", {"f": "v" * 100})
         assert r.save()
-    finally:
-        proc.stop()
     path = os.path.join(workdir, "dump.xsnap")
     with open(path, "r+b") as fh:
         fh.seek(os.path.getsize(path) // 2)

@@ -15,11 +15,16 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from tests.integration.test_persistence_support import connect, info, start, wait_for
+from tests.integration.test_persistence_support import (
+    connect,
+    files_and_restarts,
+    info,
+    start,
+    started,
+    wait_for,
+)
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd") == "redis",
-    reason="xstreamd's files and restarts")
+pytestmark = files_and_restarts
 
 MISCONF = "MISCONF Errors writing to the AOF file: No space left on device"
 
@@ -69,8 +74,7 @@ def _write_until_misconf(r: redis.Redis) -> list[bytes]:
 
 def test_disk_full_everysec_refuses_writes_then_recovers(tmp_path) -> None:
     with small_disk(str(tmp_path / "mnt")) as disk:
-        proc = start(disk)
-        try:
+        with started(disk) as proc:
             r = connect(proc)
             r.set("before", "1")
             filler = _fill(disk)
@@ -83,15 +87,10 @@ def test_disk_full_everysec_refuses_writes_then_recovers(tmp_path) -> None:
             os.unlink(filler)
             wait_for(lambda: info(r)["aof_last_write_status"] == "ok", what="recovery")
             assert r.set("after", "1")
-        finally:
-            proc.stop()
-        proc = start(disk)
-        try:
+        with started(disk) as proc:
             r = connect(proc)
             assert [e[0] for e in r.xrange("s")] == ids  # every acknowledged write is there
             assert r.get("after") == b"1" and r.get("during") is None
-        finally:
-            proc.stop()
 
 
 def test_disk_full_always_holds_the_reply_until_the_write_is_on_disk(tmp_path) -> None:
@@ -120,11 +119,8 @@ def test_disk_full_always_holds_the_reply_until_the_write_is_on_disk(tmp_path) -
             assert info(r)["aof_last_write_status"] == "ok"
         finally:
             proc.stop(kill=True)
-        proc = start(disk)
-        try:
+        with started(disk) as proc:
             assert [e[0] for e in connect(proc).xrange("s")] == [held["id"]]
-        finally:
-            proc.stop()
 
 
 def test_write_errors_via_debug_hook_everysec(tmp_path) -> None:
@@ -151,12 +147,9 @@ def test_write_errors_via_debug_hook_everysec(tmp_path) -> None:
         assert "AOF write error looks solved" in proc.read_log()
     finally:
         proc.stop(kill=True)
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         r = connect(proc)
         assert [r.get(k) for k in "abcd"] == [b"1", b"2", None, b"4"]
-    finally:
-        proc.stop()
 
 
 def test_write_errors_via_debug_hook_always_hold_replies(tmp_path) -> None:
@@ -181,8 +174,5 @@ def test_write_errors_via_debug_hook_always_hold_replies(tmp_path) -> None:
         assert result.get("reply") is True
     finally:
         proc.stop(kill=True)
-    proc = start(workdir)
-    try:
+    with started(workdir) as proc:
         assert connect(proc).get("held") == b"1"
-    finally:
-        proc.stop()

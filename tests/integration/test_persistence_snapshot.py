@@ -13,31 +13,23 @@ import redis
 from tests.helpers import ServerProcess, redis_server_path
 from tests.integration.test_persistence_support import (
     History,
+    children,
     connect,
     dump_state,
+    files_and_restarts,
     info,
     start,
+    started,
     wait_for,
     wait_idle,
 )
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd") == "redis",
-    reason="xstreamd's files and restarts")
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as fh:
-            return [int(x) for x in fh.read().split()]
-    except OSError:
-        return []
+pytestmark = files_and_restarts
 
 
 def test_save_and_restart_from_the_snapshot_is_exact(tmp_path) -> None:
     workdir = str(tmp_path)
-    proc = start(workdir, "--appendonly", "no")
-    try:
+    with started(workdir, "--appendonly", "no") as proc:
         History(21).run(proc, 500)
         r = connect(proc)
         before_save = r.lastsave()
@@ -46,20 +38,14 @@ def test_save_and_restart_from_the_snapshot_is_exact(tmp_path) -> None:
         assert r.lastsave() > before_save
         assert info(r)["rdb_changes_since_last_save"] == 0
         state = dump_state(proc)  # seen-time, active-time and node layout included
-    finally:
-        proc.stop()
     assert os.path.exists(os.path.join(workdir, "dump.xsnap"))
-    proc = start(workdir, "--appendonly", "no")
-    try:
+    with started(workdir, "--appendonly", "no") as proc:
         assert dump_state(proc) == state
         assert info(connect(proc))["rdb_last_load_keys_loaded"] > 0
-    finally:
-        proc.stop()
 
 
 def test_debug_reload_keeps_everything(tmp_path) -> None:
-    proc = start(str(tmp_path))
-    try:
+    with started(str(tmp_path)) as proc:
         History(22).run(proc, 500)
         before = dump_state(proc)
         r = connect(proc)
@@ -68,14 +54,11 @@ def test_debug_reload_keeps_everything(tmp_path) -> None:
         r.xadd("s1", {"after": "reload"})  # the reloaded streams take writes
         assert r.execute_command("DEBUG", "RELOAD", "NOSAVE") == b"OK"
         assert b"after" not in str(r.xrevrange("s1", count=1)).encode()
-    finally:
-        proc.stop()
 
 
 def test_bgsave_in_a_child(tmp_path) -> None:
     workdir = str(tmp_path)
-    proc = start(workdir, "--appendonly", "no")
-    try:
+    with started(workdir, "--appendonly", "no") as proc:
         r = connect(proc)
         for i in range(50):
             r.xadd("s", {"i": i})
@@ -85,13 +68,8 @@ def test_bgsave_in_a_child(tmp_path) -> None:
         assert i["rdb_last_bgsave_status"] == "ok" and i["rdb_saves"] == 1
         assert i["rdb_changes_since_last_save"] == 0
         entries = r.xrange("s")
-    finally:
-        proc.stop()
-    proc = start(workdir, "--appendonly", "no")
-    try:
+    with started(workdir, "--appendonly", "no") as proc:
         assert connect(proc).xrange("s") == entries
-    finally:
-        proc.stop()
 
 
 def test_shutdown_saves_when_save_rules_exist(tmp_path) -> None:
@@ -99,8 +77,7 @@ def test_shutdown_saves_when_save_rules_exist(tmp_path) -> None:
     proc = start(workdir, "--appendonly", "no", "--save", "3600 1")
     connect(proc).set("k", "kept")
     proc.stop()  # SIGTERM: a clean shutdown saves
-    proc = start(workdir, "--appendonly", "no")
-    try:
+    with started(workdir, "--appendonly", "no") as proc:
         r = connect(proc)
         assert r.get("k") == b"kept"
         r.config_set("save", "3600 1")
@@ -110,51 +87,34 @@ def test_shutdown_saves_when_save_rules_exist(tmp_path) -> None:
         except redis.ConnectionError:
             pass
         proc.proc.wait(15)
-    finally:
-        proc.stop()
-    proc = start(workdir, "--appendonly", "no")
-    try:
+    with started(workdir, "--appendonly", "no") as proc:
         assert connect(proc).get("k") == b"kept"
-    finally:
-        proc.stop()
 
 
 def test_save_rule_triggers_a_background_save(tmp_path) -> None:
-    proc = start(str(tmp_path), "--appendonly", "no", "--save", "1 2")
-    try:
+    with started(str(tmp_path), "--appendonly", "no", "--save", "1 2") as proc:
         r = connect(proc)
         r.set("a", "1")
         r.set("b", "2")
         wait_for(lambda: info(r)["rdb_saves"] >= 1, timeout=10, what="a save by rule")
         assert os.path.exists(os.path.join(str(tmp_path), "dump.xsnap"))
-    finally:
-        proc.stop()
 
 
 def test_snapshot_seeds_the_aof_when_there_is_none(tmp_path) -> None:
     workdir = str(tmp_path)
-    proc = start(workdir, "--appendonly", "no")
-    try:
+    with started(workdir, "--appendonly", "no") as proc:
         r = connect(proc)
         r.xadd("s", {"f": "v"}, id="1-1")
         r.xgroup_create("s", "g", "0")
         r.xreadgroup("g", "c", {"s": ">"})
         r.save()
         before = dump_state(proc, volatile_times=False)
-    finally:
-        proc.stop()
-    proc = start(workdir)  # appendonly yes: no AOF yet, so the snapshot is loaded...
-    try:
+    with started(workdir) as proc:  # appendonly yes: no AOF yet, so the snapshot is loaded...
         assert dump_state(proc, volatile_times=False) == before
         assert "Creating AOF base file" in proc.read_log()
-    finally:
-        proc.stop()
     os.unlink(os.path.join(workdir, "dump.xsnap"))
-    proc = start(workdir)  # ...and the AOF created from it holds everything
-    try:
+    with started(workdir) as proc:  # ...and the AOF created from it holds everything
         assert dump_state(proc, volatile_times=False) == before
-    finally:
-        proc.stop()
 
 
 def _no_child_work(info: dict) -> bool:
@@ -188,7 +148,7 @@ def _child_interplay(proc: ServerProcess) -> list[str]:
     run("SAVE")
     run("BGREWRITEAOF")
     r.config_set("rdb-key-save-delay", "0")
-    os.kill(_children(proc.proc.pid)[0], 9)  # end the slow BGSAVE: the scheduled rewrite runs
+    os.kill(children(proc.proc.pid)[0], 9)  # end the slow BGSAVE: the scheduled rewrite runs
     wait_for(lambda: _no_child_work(r.info("persistence")), what="the rewrite")
     r.config_set("rdb-key-save-delay", "50000")
     run("BGREWRITEAOF")
@@ -196,17 +156,14 @@ def _child_interplay(proc: ServerProcess) -> list[str]:
     run("BGSAVE")
     run("BGSAVE", "SCHEDULE")
     r.config_set("rdb-key-save-delay", "0")
-    os.kill(_children(proc.proc.pid)[0], 9)
+    os.kill(children(proc.proc.pid)[0], 9)
     r.close()
     return out
 
 
 def test_one_child_at_a_time_with_redis_replies(tmp_path) -> None:
-    proc = start(str(tmp_path))
-    try:
+    with started(str(tmp_path)) as proc:
         ours = _child_interplay(proc)
-    finally:
-        proc.stop()
     assert ours == [
         "Background saving started",
         "ERR Background save already in progress",
@@ -228,15 +185,14 @@ def test_one_child_at_a_time_with_redis_replies(tmp_path) -> None:
 
 
 def test_failed_bgsave_refuses_writes_until_a_save_works(tmp_path) -> None:
-    proc = start(str(tmp_path), "--appendonly", "no", "--save", "3600 1",
-                 "--rdb-key-save-delay", "100000")
-    try:
+    with started(str(tmp_path), "--appendonly", "no", "--save", "3600 1",
+                 "--rdb-key-save-delay", "100000") as proc:
         r = connect(proc)
         r.set("a", "1")
         r.set("b", "2")
         r.bgsave()
-        wait_for(lambda: _children(proc.proc.pid), what="the BGSAVE child")
-        os.kill(_children(proc.proc.pid)[0], 9)
+        wait_for(lambda: children(proc.proc.pid), what="the BGSAVE child")
+        os.kill(children(proc.proc.pid)[0], 9)
         wait_for(lambda: info(r)["rdb_bgsave_in_progress"] == 0, what="the failure")
         assert info(r)["rdb_last_bgsave_status"] == "err"
         with pytest.raises(redis.ResponseError, match="MISCONF Redis is configured to save RDB "
@@ -246,5 +202,3 @@ def test_failed_bgsave_refuses_writes_until_a_save_works(tmp_path) -> None:
         r.config_set("rdb-key-save-delay", "0")
         assert r.save()
         assert r.set("c", "3")
-    finally:
-        proc.stop()

@@ -4,17 +4,22 @@ random command history over strings, streams and consumer groups."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
 import redis
 
-from tests.helpers import ServerProcess
+from tests.helpers import TARGET, ServerProcess
 
 N_DBS = 3
+
+# The pytestmark of the tests of xstreamd's own files: against Redis they do not apply.
+files_and_restarts = pytest.mark.skipif(TARGET == "redis", reason="xstreamd's files and restarts")
 
 
 def start(workdir: str, *args: str, check: bool = True) -> ServerProcess:
@@ -27,6 +32,25 @@ def start(workdir: str, *args: str, check: bool = True) -> ServerProcess:
     if check:
         proc.start()
     return proc
+
+
+@contextlib.contextmanager
+def started(workdir: str, *args: str) -> Iterator[ServerProcess]:
+    """start() for the length of a block: the server stops when it ends (its files kept)."""
+    proc = start(workdir, *args)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def children(pid: int) -> list[int]:
+    """The child processes of pid (a BGSAVE or rewrite child while one runs)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(x) for x in fh.read().split()]
+    except OSError:
+        return []
 
 
 def connect(proc: ServerProcess, db: int = 0) -> redis.Redis:

@@ -8,21 +8,15 @@ behaviour added after 7.0 are skipped there.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
 import redis
 
 from tests.helpers import ServerProcess
+from tests.integration.stream_helpers import BAD_ID, U64, WRONGTYPE, redis8
+from tests.integration.stream_helpers import err as error_of
 from tests.resp import RawConn
-
-REDIS7 = os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd") == "redis"
-redis8 = pytest.mark.skipif(REDIS7, reason="Redis 8 behaviour; the reference server is 7.0")
-
-U64 = 2**64 - 1
-BAD_ID = "Invalid stream ID specified as stream command argument"
-WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
 
 
 @pytest.fixture(autouse=True)
@@ -32,24 +26,11 @@ def _plain_replies(r: redis.Redis) -> None:
 
 
 @pytest.fixture
-def raw(server: ServerProcess, r: redis.Redis) -> Iterator[RawConn]:
-    conn = RawConn(server)
-    yield conn
-    conn.close()
-
-
-@pytest.fixture
 def r3(server: ServerProcess, r: redis.Redis) -> Iterator[redis.Redis]:
     client = redis.Redis(host=server.host, port=server.port, protocol=3)
     client.response_callbacks.clear()
     yield client
     client.close()
-
-
-def error_of(r: redis.Redis, *args: object) -> str:
-    with pytest.raises(redis.ResponseError) as info:
-        r.execute_command(*args)
-    return str(info.value)
 
 
 def ids(entries: list) -> list[bytes]:

@@ -3,28 +3,13 @@ STREAM / XINFO HELP, against a real server process."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-
 import pytest
 import redis
 
 from tests.helpers import ServerProcess
+from tests.integration.stream_helpers import BAD_ID, U64, WRONGTYPE, redis8
+from tests.integration.stream_helpers import err as error_of
 from tests.resp import RawConn
-
-REDIS7 = os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd") == "redis"
-redis8 = pytest.mark.skipif(REDIS7, reason="Redis 8 behaviour; the reference server is 7.0")
-
-U64 = 2**64 - 1
-BAD_ID = "Invalid stream ID specified as stream command argument"
-WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
-
-
-@pytest.fixture
-def raw(server: ServerProcess, r: redis.Redis) -> Iterator[RawConn]:
-    conn = RawConn(server)
-    yield conn
-    conn.close()
 
 
 @pytest.fixture
@@ -35,12 +20,6 @@ def data(r: redis.Redis) -> redis.Redis:
     r.execute_command("XADD", "b", "5-0", "x", "y", "z", "w")
     r.set("str", "x")
     return r
-
-
-def error_of(r: redis.Redis, *args: object) -> str:
-    with pytest.raises(redis.ResponseError) as info:
-        r.execute_command(*args)
-    return str(info.value)
 
 
 def entry(i: int) -> list:

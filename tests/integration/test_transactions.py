@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 
@@ -13,30 +12,21 @@ import pytest
 import redis
 
 from tests.helpers import ServerProcess
+from tests.integration.server_fixtures import flushed_conn, module_server
 from tests.resp import Conn
-
-TARGET = os.environ.get("XSTREAMD_TEST_TARGET", "xstreamd")
-
 
 OK = b"+OK\r\n"
 QUEUED = b"+QUEUED\r\n"
 EXECABORT = b"-EXECABORT Transaction discarded because of previous errors.\r\n"
 
 
-@pytest.fixture(scope="module")
-def srv() -> Iterator[ServerProcess]:
-    proc = ServerProcess(
-        TARGET, extra_args=["--appendonly", "no", "--enable-debug-command", "local"]).start()
-    yield proc
-    proc.stop()
+srv = module_server("--enable-debug-command", "local")
 
 
 @pytest.fixture
 def c(srv: ServerProcess) -> Iterator[Conn]:
-    conn = Conn(srv)
-    conn.call("FLUSHALL")
-    yield conn
-    conn.close()
+    with flushed_conn(srv) as conn:
+        yield conn
 
 
 @pytest.fixture

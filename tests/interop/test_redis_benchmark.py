@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
 
 import pytest
 
@@ -19,20 +18,6 @@ pytestmark = pytest.mark.skipif(shutil.which("redis-benchmark") is None,
                                 reason="redis-benchmark is not installed")
 
 PASSWORD = "bench-pass"
-
-
-@pytest.fixture(scope="module")
-def srv() -> Iterator[ServerProcess]:
-    with running() as proc:
-        yield proc
-
-
-@pytest.fixture
-def flushed(srv: ServerProcess) -> ServerProcess:
-    sock = connect(srv.port)
-    assert call(sock, "FLUSHALL") == b"OK"
-    sock.close()
-    return srv
 
 
 def bench(port: int, *args: str) -> str:

@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
 
 import pytest
 
@@ -24,20 +23,6 @@ pytestmark = pytest.mark.skipif(shutil.which("redis-cli") is None,
                                 reason="redis-cli is not installed")
 
 PASSWORD = "cli-pass"
-
-
-@pytest.fixture(scope="module")
-def srv() -> Iterator[ServerProcess]:
-    with running() as proc:
-        yield proc
-
-
-@pytest.fixture
-def flushed(srv: ServerProcess) -> ServerProcess:
-    sock = connect(srv.port)
-    assert call(sock, "FLUSHALL") == b"OK"
-    sock.close()
-    return srv
 
 
 def cli(port: int, *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None,
