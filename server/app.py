@@ -28,6 +28,7 @@ from storage.keyspace import Database
 VERSION = "8.4.0"  # the Redis version whose behaviour we follow; clients gate features on it
 
 PropagateHook = Callable[[int, list[bytes]], None]
+_JOIN = b"".join
 
 
 class SlowlogEntry:
@@ -156,9 +157,11 @@ class Server:
                 sink = client.sink
                 if client.closed or sink is None:
                     continue
-                data = client.out
-                if data:
-                    client.out = bytearray()
+                if client.out:
+                    # Exact bytes, which uvloop writes as they are (anything else it wraps in
+                    # a memoryview first). join hands back a lone bytes chunk uncopied.
+                    data = _JOIN(client.out)
+                    client.out = []
                     written += len(data)
                     writes += 1
                     if unlimited and client.authenticated:

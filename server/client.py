@@ -14,8 +14,8 @@ if TYPE_CHECKING:
 class ClientSink(Protocol):
     """What a client needs from its connection: flushing output and closing."""
 
-    def write(self, data: bytearray) -> None: ...
-    def send(self, data: bytearray) -> None: ...  # write() without the output limits
+    def write(self, data: bytes) -> None: ...
+    def send(self, data: bytes) -> None: ...  # write() without the output limits
     def close_client(self) -> None: ...
     def pause_reading(self) -> None: ...
     def resume_reading(self) -> None: ...
@@ -59,7 +59,7 @@ class Client:
         self.blocked: BlockState | None = None
         # How long the command it is blocked on has run so far (its latency once it completes).
         self.block_exec_us = 0
-        self.out = bytearray()
+        self.out: list[bytes] = []  # encoded replies not written yet (protocol.encoder)
         self.pending_write = False
         self.close_after_reply = False
         self.closed = False
@@ -74,6 +74,10 @@ class Client:
     def reply(self, value: Any) -> None:
         """Encode a reply into the output buffer and queue the client for the next write pass."""
         self.server.write_reply(self, value)
+
+    def output_bytes(self) -> int:
+        """Bytes of replies encoded and not written yet (CLIENT LIST's obl, the limits)."""
+        return sum(map(len, self.out))
 
     @property
     def db_index(self) -> int:

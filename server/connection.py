@@ -176,7 +176,7 @@ class Connection(asyncio.Protocol):
         self.reader.unauthenticated = True
         if client.closed or client.close_after_reply:
             return False
-        if len(client.out) + self.output_size() > UNAUTH_OUTPUT_LIMIT:
+        if client.output_bytes() + self.output_size() > UNAUTH_OUTPUT_LIMIT:
             self._over_output_limit(client)
             return False
         return True
@@ -204,7 +204,7 @@ class Connection(asyncio.Protocol):
             run_commands(client, commands[start:start + _CHUNK])
             if client.close_after_reply or client.closed:
                 return False
-            if self._check_output_limit(len(client.out) + self.output_size(), limits):
+            if self._check_output_limit(client.output_bytes() + self.output_size(), limits):
                 return False
         return True
 
@@ -215,7 +215,7 @@ class Connection(asyncio.Protocol):
         reason = text.removeprefix("ERR ").removeprefix("Protocol error: ")
         self.server.log.verbose(f"Protocol error ({reason}) from client: id={client.id} "
                                 f"addr={client.addr}")
-        client.out += encode(_error(text))
+        client.out.append(encode(_error(text)))
         client.close_after_reply = True
         if not client.pending_write:
             client.pending_write = True
@@ -237,7 +237,7 @@ class Connection(asyncio.Protocol):
             self.server.remove_client(client)
 
     # -- ClientSink ---------------------------------------------------------------------------
-    def write(self, data: bytearray) -> None:
+    def write(self, data: bytes) -> None:
         transport = self.transport
         if transport is None or transport.is_closing():
             return

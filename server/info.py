@@ -80,7 +80,7 @@ def _server(s: Server) -> Fields:
 
 def _clients(s: Server) -> Fields:
     clients = s.clients.values()
-    max_out = max((len(c.out) for c in clients), default=0)
+    max_out = max((c.output_bytes() for c in clients), default=0)
     return [
         ("connected_clients", len(s.clients)), ("cluster_connections", 0),
         ("maxclients", s.config["maxclients"]), ("client_recent_max_input_buffer", 0),
@@ -105,7 +105,7 @@ def _memory(s: Server) -> Fields:
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     overhead = min(used, _Peak.startup)
     dataset = used - overhead
-    clients_mem = sum(len(c.out) for c in s.clients.values())
+    clients_mem = sum(c.output_bytes() for c in s.clients.values())
     return [
         ("used_memory", used), ("used_memory_human", human_bytes(used)),
         ("used_memory_rss", rss), ("used_memory_rss_human", human_bytes(rss)),

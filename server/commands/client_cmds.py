@@ -35,7 +35,7 @@ def client_info_line(client: Client) -> str:
     reader = getattr(sink, "reader", None)
     fd = _fileno(sink)
     qbuf = reader.pending_bytes() if reader is not None else 0
-    obl = len(client.out)
+    obl = client.output_bytes()
     return (
         f"id={client.id} addr={client.addr} laddr={client.laddr} fd={fd} "
         f"name={client_text(client.name)} age={int(now - client.created)} "

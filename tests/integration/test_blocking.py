@@ -354,8 +354,8 @@ def test_reblock_keeps_the_original_deadline() -> None:
     assert reader.blocked is not None
     assert reader.blocked.deadline == 101.0 and reader.blocked.timer is timer
     assert len(loop.timers) == 1 and not timer.cancelled
-    assert bytes(reader.out) == b""
+    assert b"".join(reader.out) == b""
     loop.now = 101.0
     timer.fn(*timer.args)  # the original timer fires
-    assert reader.blocked is None and bytes(reader.out) == b"*-1\r\n"
+    assert reader.blocked is None and b"".join(reader.out) == b"*-1\r\n"
     assert server.blocking.blocked_clients == 0 and not server.blocking.blocking_keys

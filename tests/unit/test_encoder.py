@@ -152,10 +152,11 @@ def test_encoding(name: str, value: Any, resp2: bytes, resp3: bytes) -> None:
     assert encode(value) == resp2
     assert encode(value, 2) == resp2
     assert encode(value, 3) == resp3
-    out = bytearray(b"prefix")
+    out = [b"prefix"]
     encode_into(out, value, 2)
     encode_into(out, value, 3)
-    assert bytes(out) == b"prefix" + resp2 + resp3
+    assert all(type(chunk) in (bytes, Raw) for chunk in out)
+    assert b"".join(out) == b"prefix" + resp2 + resp3
 
 
 def test_constants() -> None:
@@ -280,9 +281,9 @@ def test_hiredis_reads_back(value: Any) -> None:
         got = r.gets()
         assert got == expected(value, proto == 3)
         assert r.gets() is False  # exactly one reply, nothing left over
-        out = bytearray()
+        out: list[bytes] = []
         encode_into(out, value, proto)
-        assert bytes(out) == data
+        assert b"".join(out) == data
 
 
 def _generic_entries(entries: list) -> bytes:
@@ -304,9 +305,9 @@ def test_stream_entries_fast_path(protocol: int) -> None:
     entries = [[b"1700000000000-%d" % i, [b"f", b"v%d" % i, b"", b"x" * 100]] for i in range(5)]
     entries.append([b"1-1", []])
     assert encode(entries, protocol) == _generic_entries(entries)
-    out = bytearray(b"+pre\r\n")
+    out = [b"+pre\r\n"]
     encode_into(out, entries, protocol)
-    assert bytes(out) == b"+pre\r\n" + _generic_entries(entries)
+    assert b"".join(out) == b"+pre\r\n" + _generic_entries(entries)
     # Nested (XREAD's RESP2 shape) and a long value (beyond the precomputed headers).
     xread = [[b"key", entries], [b"k2", [[b"2-2", [b"f", b"y" * 5000]]]]]
     body = b"".join(b"*2\r\n$%d\r\n%b\r\n" % (len(k), k) + _generic_entries(e) for k, e in xread)
@@ -356,9 +357,9 @@ def test_integers_outside_int64_are_replied_as_a_long_long(value: int, expected:
         assert encode(value, protocol) == expected
         assert encode([value], protocol) == b"*1\r\n" + expected
         assert encode(Big(value), protocol) == expected
-        out = bytearray()
+        out: list[bytes] = []
         encode_into(out, value, protocol)
-        assert bytes(out) == expected
+        assert b"".join(out) == expected
         reader = hiredis.Reader()
         reader.feed(expected)
         assert -(2**63) <= reader.gets() < 2**63
