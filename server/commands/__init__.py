@@ -1,6 +1,7 @@
 """Command families; importing this package registers every command in server.dispatch."""
 
 from server.commands import (  # noqa: F401
+    acl_cmds,
     client_cmds,
     conn,
     dump_cmds,

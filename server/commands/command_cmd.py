@@ -25,7 +25,7 @@ _FLAG_ORDER = ("write", "readonly", "denyoom", "module", "admin", "pubsub", "nos
                "no_auth", "no_mandatory_keys", "no_async_loading", "no_multi", "movablekeys",
                "allow_busy")
 # ACL categories in the order Redis lists them.
-_CATEGORY_ORDER = ("@keyspace", "@read", "@write", "@set", "@sortedset", "@list", "@hash",
+CATEGORY_ORDER = ("@keyspace", "@read", "@write", "@set", "@sortedset", "@list", "@hash",
                    "@string", "@bitmap", "@hyperloglog", "@geo", "@stream", "@pubsub", "@admin",
                    "@fast", "@slow", "@blocking", "@dangerous", "@connection", "@transaction",
                    "@scripting")
@@ -47,10 +47,12 @@ def _flags(spec: CommandSpec) -> list[str]:
     return _ordered([f for f in dict.fromkeys(flags) if f in _FLAG_ORDER], _FLAG_ORDER)
 
 
-def _categories(spec: CommandSpec) -> list[str]:
+def acl_categories(spec: CommandSpec) -> list[str]:
+    """The command's ACL categories ("@slow", ...) in Redis's order, as COMMAND INFO shows
+    them and ACL CAT / COMMAND LIST FILTERBY ACLCAT select by."""
     # A container registered without categories is @slow, as Redis's containers are.
     cats = list(spec.categories) or (["@slow"] if spec.subcommands else [])
-    return _ordered(cats, _CATEGORY_ORDER)
+    return _ordered(cats, CATEGORY_ORDER)
 
 
 def key_specs(spec: CommandSpec) -> list[KeySpec]:
@@ -83,7 +85,7 @@ def command_info(spec: CommandSpec) -> list[object]:
     return [
         spec.fullname.encode(), spec.arity, SetReply([SimpleString(f) for f in _flags(spec)]),
         spec.first_key, spec.last_key, spec.step,
-        SetReply([SimpleString(c) for c in _categories(spec)]),
+        SetReply([SimpleString(c) for c in acl_categories(spec)]),
         SetReply([t.encode() for t in _tips(spec)]),
         SetReply([ks.reply() for ks in key_specs(spec)]),
         # Redis answers an empty set, not an empty array, when there are no subcommands.
@@ -179,7 +181,7 @@ def command_list(client: Client, argv: list[bytes]) -> object:
         return []
     if kind == b"aclcat":
         category = "@" + value.decode(errors="replace").lower()
-        return [s.fullname.encode() for s in names if category in s.categories]
+        return [s.fullname.encode() for s in names if category in acl_categories(s)]
     if kind == b"pattern":
         match = compile_glob(value.lower())
         return [s.fullname.encode() for s in names if match(s.fullname.encode())]

@@ -176,7 +176,15 @@ DOCS: dict[str, Doc] = {
         "key#0...", keys=_keys("RM delete; index 1; range -1 1 0"), tips=_MULTI_SUM),
     # server
     "acl": Doc(_SUBCOMMANDS),
+    "acl|cat": Doc("O(1) since the categories and commands are a fixed set.", "[category]"),
+    "acl|getuser": Doc(
+        "O(N). Where N is the number of password, command and pattern rules that the user has.",
+        "username",
+        history=(("6.2.0", "Added Pub/Sub channel patterns."),
+                 ("7.0.0", "Added selectors and changed the format of key and channel patterns "
+                           "from a list to their rule representation."))),
     "acl|help": Doc(_O1),
+    "acl|list": Doc("O(N). Where N is the number of configured users."),
     "acl|users": Doc("O(N). Where N is the number of configured users."),
     "acl|whoami": Doc(_O1),
     "bgrewriteaof": Doc(_O1),

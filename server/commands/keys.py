@@ -434,7 +434,8 @@ container("object", -2, summary="A container for object introspection commands."
 
 
 @command("object|encoding", 3, "readonly", keys=(2, 2, 1), categories=f"{_KS} @read @slow",
-         since="2.2.3")
+         since="2.2.3",
+         summary="Returns the internal encoding of a Redis object.")
 def object_encoding(client: Client, argv: list[bytes]) -> object:
     value = lookup_read(client, argv[2])
     if value is None:
@@ -443,12 +444,14 @@ def object_encoding(client: Client, argv: list[bytes]) -> object:
 
 
 @command("object|refcount", 3, "readonly", keys=(2, 2, 1), categories=f"{_KS} @read @slow",
-         since="2.2.3")
+         since="2.2.3",
+         summary="Returns the reference count of a value of a key.")
 def object_refcount(client: Client, argv: list[bytes]) -> object:
     return None if client.db.get(argv[2]) is None else 1
 
 
-@command("object|help", 2, "loading stale", categories=f"{_KS} @slow", since="6.2.0")
+@command("object|help", 2, "loading stale", categories=f"{_KS} @slow", since="6.2.0",
+         summary="Returns helpful text about the different subcommands.")
 def object_help(client: Client, argv: list[bytes]) -> object:
     from server.commands.help import help_reply
 

@@ -154,7 +154,8 @@ def config_set(client: Client, argv: list[bytes]) -> object:
 
 
 @command("config|resetstat", 2, "admin noscript loading stale", categories=_ADMIN,
-         since="2.0.0", group="server")
+         since="2.0.0", group="server",
+         summary="Resets the server's statistics.")
 def config_resetstat(client: Client, argv: list[bytes]) -> object:
     server = client.server
     server.stats.reset()
@@ -310,19 +311,22 @@ _SLOWLOG_COUNT = "ERR count should be greater than or equal to -1"
 
 
 @command("slowlog|len", 2, "admin loading stale", categories=_ADMIN, since="2.2.12",
-         group="server")
+         group="server",
+         summary="Returns the number of entries in the slow log.")
 def slowlog_len(client: Client, argv: list[bytes]) -> object:
     return len(client.server.slowlog)
 
 
 @command("slowlog|reset", 2, "admin loading stale", categories=_ADMIN, since="2.2.12",
-         group="server")
+         group="server",
+         summary="Clears all entries from the slow log.")
 def slowlog_reset(client: Client, argv: list[bytes]) -> object:
     client.server.slowlog.clear()
     return OK
 
 
-@command("slowlog|help", 2, "loading stale", categories="@slow", since="6.2.0", group="server")
+@command("slowlog|help", 2, "loading stale", categories="@slow", since="6.2.0", group="server",
+         summary="Show helpful text about the different subcommands")
 def slowlog_help(client: Client, argv: list[bytes]) -> object:
     return help_reply("SLOWLOG", [
         "GET [<count>]",
@@ -335,39 +339,14 @@ def slowlog_help(client: Client, argv: list[bytes]) -> object:
     ])
 
 
-# -- ACL (only the default user exists) ------------------------------------------------------
-container("acl", -2, summary="A container for Access List Control commands.", since="6.0.0",
-          group="server")
-
-
-@command("acl|whoami", 2, "noscript loading stale", categories="@slow", since="6.0.0",
-         group="server")
-def acl_whoami(client: Client, argv: list[bytes]) -> object:
-    return client.user.encode()
-
-
-@command("acl|users", 2, "admin noscript loading stale", categories=_ADMIN, since="6.0.0",
-         group="server")
-def acl_users(client: Client, argv: list[bytes]) -> object:
-    return [b"default"]
-
-
-@command("acl|help", 2, "noscript loading stale", categories="@slow", since="6.0.0",
-         group="server")
-def acl_help(client: Client, argv: list[bytes]) -> object:
-    return help_reply("ACL", [  # the subcommands implemented, in Redis's words
-        "USERS", "    List all the registered usernames.",
-        "WHOAMI", "    Return the current connection username.",
-    ])
-
-
 # -- MEMORY ----------------------------------------------------------------------------------
 container("memory", -2, summary="A container for memory diagnostics commands.", since="4.0.0",
           group="server")
 
 
 @command("memory|help", 2, "loading stale", categories="@slow", since="4.0.0",
-         group="server")
+         group="server",
+         summary="Returns helpful text about the different subcommands.")
 def memory_help(client: Client, argv: list[bytes]) -> object:
     return help_reply("MEMORY", [  # the subcommands implemented, in Redis's words
         "USAGE <key> [SAMPLES <count>]",
@@ -377,7 +356,8 @@ def memory_help(client: Client, argv: list[bytes]) -> object:
 
 
 @command("memory|usage", -3, "readonly", keys=(2, 2, 1), categories="@read @slow",
-         since="4.0.0", group="server")
+         since="4.0.0", group="server",
+         summary="Estimates the memory usage of a key.")
 def memory_usage(client: Client, argv: list[bytes]) -> object:
     i = 3
     while i < len(argv):

@@ -277,6 +277,7 @@ def test_docs_in_resp2_are_flat(ours: ServerProcess) -> None:
 # Argument renames made in Redis 7.2 (underscores became hyphens, some blocks got new names):
 # command -> {(7.0 name, its token or else its type): 8.4 name}.
 V7_RENAMES: dict[str, dict[tuple[str, str], str]] = {
+    "acl|cat": {("categoryname", "string"): "category"},
     "client|unblock": {("timeout_error", "oneof"): "unblock-type"},
     "client|kill": {("ip:port", "string"): "old-format", ("normal_master_slave_pubsub", "TYPE"):
                     "client-type", ("ip:port", "ADDR"): "addr", ("ip:port", "LADDR"): "laddr"},
