@@ -14,6 +14,7 @@ from typing import Any
 
 from protocol.encoder import encode_into
 from server import command_stats
+from server.acl_log import AclLog
 from server.blocking import POSTPONE, Blocking, BlockRequest, timeout_reply
 from server.client import Client
 from server.config import Config
@@ -73,6 +74,7 @@ class Server:
         self.watched_keys: dict[tuple[int, bytes], set[Client]] = {}
         self.monitors: list[Client] = []
         self.slowlog: deque[SlowlogEntry] = deque()
+        self.acl_log = AclLog()
         self.slowlog_next_id = 0
         self.dirty = 0  # changes since the last snapshot
         self.listeners: list[asyncio.AbstractServer] = []

@@ -234,6 +234,7 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("stop-writes-on-bgsave-error", True, parse_bool),
     OptionSpec("slowlog-log-slower-than", 10000, _int_range(-1, _MAX)),
     OptionSpec("slowlog-max-len", 128, _int_range(0, 2**63 - 1)),
+    OptionSpec("acllog-max-len", 128, _int_range(0, 2**63 - 1)),
     OptionSpec("latency-monitor-threshold", 0, _int_range(0, _MAX)),
     OptionSpec("latency-tracking", True, parse_bool),
     OptionSpec("latency-tracking-info-percentiles", [50.0, 99.0, 99.9], _percentiles,

@@ -1,21 +1,26 @@
-"""ACL: the read-only view of the one user this server has.
+"""ACL: the read-only view of the one user this server has, and the log of failed logins.
 
 Only the user "default" exists: it may run every command on every key and channel, and its
 password is `requirepass` (none: a nopass user). ACL CAT, LIST, GETUSER, USERS and WHOAMI
-describe it as Redis 8 describes its default user; the subcommands that change users (SETUSER,
-DELUSER, LOAD, SAVE, ...) are not implemented and get Redis's unknown-subcommand error.
+describe it as Redis 8 describes its default user. ACL LOG lists failed authentications
+(server/acl_log.py), the only denials such a user can meet. The subcommands that change users
+(SETUSER, DELUSER, LOAD, SAVE, ...) are not implemented and get Redis's unknown-subcommand
+error.
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
+from itertools import islice
 
-from protocol.encoder import SetReply
+from protocol.encoder import OK, SetReply
 from server.client import Client
 from server.commands.command_cmd import CATEGORY_ORDER, acl_categories
 from server.commands.help import help_reply
 from server.dispatch import all_specs, command, container
 from server.errors import CommandError, client_text
+from server.parsing import eq, parse_int
 
 _ADMIN = "@admin @slow @dangerous"
 _FLAGS = "noscript loading stale"
@@ -24,6 +29,12 @@ _ROOT_SELECTOR = b"~* &* +@all"  # every key, every channel, every command
 
 container("acl", -2, summary="A container for Access List Control commands.", since="6.0.0",
           group="server")
+
+
+def _wrong_arguments(argv: list[bytes]) -> CommandError:
+    """Too many arguments for ACL CAT or LOG (the subcommand named as it was sent)."""
+    return CommandError("ERR unknown subcommand or wrong number of arguments for "
+                        f"'{client_text(argv[1])}'. Try ACL HELP.")
 
 
 def _password_hashes(client: Client) -> list[bytes]:
@@ -41,9 +52,8 @@ def _flags(hashes: list[bytes]) -> SetReply:
 @command("acl|cat", -2, _FLAGS, categories="@slow", since="6.0.0", group="server",
          summary="Lists the ACL categories, or the commands inside a category.")
 def acl_cat(client: Client, argv: list[bytes]) -> object:
-    if len(argv) > 3:  # (the subcommand as it was sent)
-        raise CommandError("ERR unknown subcommand or wrong number of arguments for "
-                           f"'{client_text(argv[1])}'. Try ACL HELP.")
+    if len(argv) > 3:
+        raise _wrong_arguments(argv)
     if len(argv) == 2:
         return [name[1:].encode() for name in CATEGORY_ORDER]
     wanted = "@" + argv[2].decode(errors="replace").lower()
@@ -76,6 +86,33 @@ def acl_getuser(client: Client, argv: list[bytes]) -> object:
     }
 
 
+@command("acl|log", -2, f"admin {_FLAGS}", categories=_ADMIN, since="6.0.0", group="server",
+         summary="Lists recent security events generated due to ACL rules.")
+def acl_log(client: Client, argv: list[bytes]) -> object:
+    log = client.server.acl_log
+    count = 10
+    if len(argv) > 3:
+        raise _wrong_arguments(argv)
+    if len(argv) == 3:
+        if eq(argv[2], b"reset"):
+            log.reset()
+            return OK
+        count = max(parse_int(argv[2]), 0)
+    now_ms = time.time_ns() // 1_000_000
+    return [{
+        b"count": entry.count,
+        b"reason": entry.reason.encode(),
+        b"context": entry.context.encode(),
+        b"object": entry.object,
+        b"username": entry.username,
+        b"age-seconds": (now_ms - entry.updated_ms) / 1000,
+        b"client-info": entry.client_info.encode(),
+        b"entry-id": entry.entry_id,
+        b"timestamp-created": entry.created_ms,
+        b"timestamp-last-updated": entry.updated_ms,
+    } for entry in islice(log.entries, count)]
+
+
 @command("acl|users", 2, f"admin {_FLAGS}", categories=_ADMIN, since="6.0.0", group="server",
          summary="Lists all ACL users.")
 def acl_users(client: Client, argv: list[bytes]) -> object:
@@ -99,6 +136,8 @@ def acl_help(client: Client, argv: list[bytes]) -> object:
         "    Get the user's details.",
         "LIST",
         "    Show users details in config file format.",
+        "LOG [<count> | RESET]",
+        "    Show the ACL log entries.",
         "USERS",
         "    List all the registered usernames.",
         "WHOAMI",

@@ -185,6 +185,10 @@ DOCS: dict[str, Doc] = {
                            "from a list to their rule representation."))),
     "acl|help": Doc(_O1),
     "acl|list": Doc("O(N). Where N is the number of configured users."),
+    "acl|log": Doc("O(N) with N being the number of entries shown.",
+                   "[operation{count:integer | RESET}]",
+                   history=(("7.2.0", "Added entry ID, timestamp created, and timestamp last "
+                                      "updated."),)),
     "acl|users": Doc("O(N). Where N is the number of configured users."),
     "acl|whoami": Doc(_O1),
     "bgrewriteaof": Doc(_O1),

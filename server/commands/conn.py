@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hmac
+import time
 
 from protocol.encoder import OK, Raw, SimpleString
 from server.app import VERSION
 from server.client import Client
+from server.commands.client_cmds import client_info_line, validate_name
 from server.dispatch import command
 from server.errors import DB_INDEX_OUT_OF_RANGE, SYNTAX, CommandError, client_text, wrong_arity
 from server.parsing import eq, parse_c_int, parse_int
@@ -46,11 +48,15 @@ def check_password(client: Client, username: bytes, password: bytes) -> bool:
     return hmac.compare_digest(password, required)
 
 
-def authenticate(client: Client, username: bytes, password: bytes) -> None:
-    """AUTH and HELLO AUTH: log the client in, or count the failure (INFO stats'
-    acl_access_denied_auth) and answer WRONGPASS."""
+def authenticate(client: Client, command: bytes, username: bytes, password: bytes) -> None:
+    """AUTH and HELLO AUTH (`command`, as sent): log the client in, or record the failure
+    (INFO stats' acl_access_denied_auth, ACL LOG) and answer WRONGPASS."""
     if not check_password(client, username, password):
-        client.server.stats.auth_failures += 1
+        server = client.server
+        server.stats.auth_failures += 1
+        server.acl_log.add("auth", "multi" if client.in_exec else "toplevel", command, username,
+                           client_info_line(client), time.time_ns() // 1_000_000,
+                           server.config["acllog-max-len"])
         raise CommandError(WRONGPASS)
     client.authenticated = True
     client.user = "default"
@@ -70,7 +76,7 @@ def auth(client: Client, argv: list[bytes]) -> object:
         username, password = b"default", argv[1]
     else:
         username, password = argv[1], argv[2]
-    authenticate(client, username, password)
+    authenticate(client, argv[0], username, password)
     return OK
 
 
@@ -84,8 +90,6 @@ _HELLO_NOAUTH = (
          categories="@fast @connection", summary="Handshakes with the Redis server.",
          since="6.0.0", group="connection")
 def hello(client: Client, argv: list[bytes]) -> object:
-    from server.commands.client_cmds import validate_name
-
     protover = 0
     if len(argv) >= 2:
         try:
@@ -109,7 +113,7 @@ def hello(client: Client, argv: list[bytes]) -> object:
         else:
             raise CommandError(f"ERR Syntax error in HELLO option '{client_text(argv[i])}'")
     if credentials is not None:
-        authenticate(client, *credentials)
+        authenticate(client, argv[0], *credentials)
     if not client.authenticated:
         raise CommandError(_HELLO_NOAUTH)
     if setname is not None:

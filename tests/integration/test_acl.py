@@ -1,4 +1,5 @@
-"""ACL CAT / LIST / GETUSER / USERS / WHOAMI: the default user as Redis describes it.
+"""ACL CAT / LIST / GETUSER / USERS / WHOAMI / LOG: the default user as Redis describes it,
+and the log of failed authentications.
 
 Category membership is compared with Debian's redis-server for every command both servers
 have. LIST and GETUSER follow Redis 8, whose default user carries sanitize-payload (7.0's
@@ -14,7 +15,7 @@ import redis
 
 from tests.helpers import TARGET, ServerProcess
 from tests.integration.server_fixtures import module_server
-from tests.resp import Conn
+from tests.resp import Conn, ParsedConn
 
 srv = module_server()
 ours_only = pytest.mark.skipif(TARGET == "redis", reason="Redis 8's default user")
@@ -109,3 +110,88 @@ def test_default_user_with_requirepass(c: Conn) -> None:
         + bulk(b"passwords") + b"*1\r\n" + bulk(FOO_SHA256)
         + bulk(b"commands", b"+@all", b"keys", b"~*", b"channels", b"&*", b"selectors")
         + b"*0\r\n")
+
+
+# -- ACL LOG ------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def guarded() -> Iterator[ServerProcess]:
+    proc = ServerProcess(TARGET, extra_args=["--appendonly", "no", "--requirepass", "foo"])
+    yield proc.start()
+    proc.stop()
+
+
+@pytest.fixture
+def admin(guarded: ServerProcess) -> Iterator[ParsedConn]:
+    conn = ParsedConn(guarded)
+    assert conn.call("AUTH", "foo") == b"OK"
+    conn.call("ACL", "LOG", "RESET")
+    yield conn
+    conn.call("CONFIG", "SET", "acllog-max-len", "128")
+    conn.sock.close()
+
+
+def log(admin: ParsedConn, *count: str) -> list[dict[bytes, object]]:
+    entries = admin.call("ACL", "LOG", *count)
+    assert isinstance(entries, list)
+    return [dict(zip(e[::2], e[1::2], strict=True)) for e in entries]
+
+
+def fail(proc: ServerProcess, *auth: str) -> None:
+    conn = ParsedConn(proc)
+    reply = conn.call(*auth)
+    assert isinstance(reply, Exception) and str(reply).startswith("WRONGPASS")
+    conn.sock.close()
+
+
+def test_failed_authentications_are_logged(guarded: ServerProcess, admin: ParsedConn) -> None:
+    fail(guarded, "auth", "wrong")
+    fail(guarded, "AUTH", "bob", "x")
+    fail(guarded, "HELLO", "3", "AUTH", "default", "nope")
+    entries = log(admin)
+    # Newest first; the object is the command as it was sent.
+    assert [(e[b"object"], e[b"username"]) for e in entries] == [
+        (b"HELLO", b"default"), (b"AUTH", b"bob"), (b"auth", b"default")]
+    for entry in entries:
+        assert (entry[b"count"], entry[b"reason"], entry[b"context"]) == (1, b"auth", b"toplevel")
+        assert 0 <= float(entry[b"age-seconds"]) < 10  # type: ignore[arg-type]
+        info = entry[b"client-info"]
+        assert isinstance(info, bytes) and info.startswith(b"id=")
+        assert b" cmd=" in info and b" user=default " in info
+    assert [e[b"username"] for e in log(admin, "1")] == [b"default"]
+    assert log(admin, "-1") == []
+
+
+def test_repeated_failures_share_an_entry(guarded: ServerProcess, admin: ParsedConn) -> None:
+    fail(guarded, "AUTH", "bob", "x")
+    fail(guarded, "AUTH", "carol", "x")
+    fail(guarded, "AUTH", "bob", "y")  # like the older entry: counted there, moved to the front
+    entries = log(admin)
+    assert [(e[b"username"], e[b"count"]) for e in entries] == [(b"bob", 2), (b"carol", 1)]
+    fail(guarded, "auth", "bob", "y")  # another object (as sent): a new entry
+    assert [(e[b"object"], e[b"count"]) for e in log(admin)] == [
+        (b"auth", 1), (b"AUTH", 2), (b"AUTH", 1)]
+
+
+def test_log_length_and_reset(guarded: ServerProcess, admin: ParsedConn) -> None:
+    assert admin.call("CONFIG", "SET", "acllog-max-len", "2") == b"OK"
+    for user in ("u1", "u2", "u3"):
+        fail(guarded, "AUTH", user, "x")
+    assert [e[b"username"] for e in log(admin)] == [b"u3", b"u2"]
+    assert admin.call("ACL", "LOG", "RESET") == b"OK"
+    assert log(admin) == []
+    assert str(admin.call("ACL", "LOG", "x")) == "ERR value is not an integer or out of range"
+    assert str(admin.call("ACL", "LOG", "1", "2")) == (
+        "ERR unknown subcommand or wrong number of arguments for 'LOG'. Try ACL HELP.")
+
+
+@ours_only
+def test_entry_ids_and_timestamps(guarded: ServerProcess, admin: ParsedConn) -> None:
+    fail(guarded, "AUTH", "dave", "x")
+    fail(guarded, "AUTH", "erin", "x")
+    fail(guarded, "AUTH", "dave", "y")
+    dave, erin = log(admin)
+    assert dave[b"username"] == b"dave" and erin[b"username"] == b"erin"
+    assert dave[b"entry-id"] + 1 == erin[b"entry-id"]  # type: ignore[operator]
+    created, updated = dave[b"timestamp-created"], dave[b"timestamp-last-updated"]
+    assert isinstance(created, int) and isinstance(updated, int)
+    assert created <= updated <= erin[b"timestamp-created"] + 1000  # type: ignore[operator]

@@ -221,7 +221,7 @@ def test_rewritten_file_loads_back_to_the_same_values(tmp_path: Path) -> None:
         "aof-load-truncated": "no", "appenddirname": "aofs", "aof-use-rdb-preamble": "no",
         "rdb-key-save-delay": "-5", "save": "30 2 10 5", "dbfilename": "",
         "stop-writes-on-bgsave-error": "no", "slowlog-log-slower-than": "-1",
-        "slowlog-max-len": "5", "latency-monitor-threshold": "9",
+        "slowlog-max-len": "5", "acllog-max-len": "7", "latency-monitor-threshold": "9",
         "notify-keyspace-events": "KEA", "enable-debug-command": "yes",
         "latency-tracking": "no", "latency-tracking-info-percentiles": "",
     }
