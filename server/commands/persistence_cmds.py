@@ -1,4 +1,4 @@
-"""SAVE, BGSAVE, BGREWRITEAOF, LASTSAVE (the work is in server.persistence.manager)."""
+"""SAVE, BGSAVE, BGREWRITEAOF, LASTSAVE (done by server.persistence.background)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Persistence wired into the server: loading at start, the AOF feed and its before-sleep write
-pass, background children (BGSAVE, BGREWRITEAOF), save rules and automatic rewrites in the
-cron, MISCONF refusals, INFO persistence and the shutdown path.
+pass, MISCONF refusals, turning the AOF on and off, INFO persistence and the shutdown path.
+Background children (BGSAVE, BGREWRITEAOF, SAVE) and the save rules and automatic rewrites the
+cron starts are in background.py (BackgroundJobs, `persistence.jobs`), loading in loader.py.
 
 `attach(server)` creates it; Server.serve() calls load() before listening.
 """
@@ -15,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 from server.persistence.aof import AofWriter
 from server.persistence.aof_files import AofFiles
 from server.persistence.aof_wait import AofWaiters
-from server.persistence.fork import Child, spawn
+from server.persistence.background import (
+    OFF,
+    ON,
+    WAIT_REWRITE,
+    BackgroundJobs,
+    PersistenceError,
+    unlink_quietly,
+)
 from server.persistence.loader import Loader
 from server.persistence_errors import StartupError
 
@@ -24,7 +32,8 @@ if TYPE_CHECKING:
     from server.client import Client
     from server.dispatch import CommandSpec
 
-OFF, ON, WAIT_REWRITE = "off", "on", "wait_rewrite"
+# OFF, ON, WAIT_REWRITE and PersistenceError are imported from this module by other code; they
+# are defined in background.py, which needs them too (imports go manager -> background only).
 
 RDB_MISCONF = (
     "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to "
@@ -32,12 +41,6 @@ RDB_MISCONF = (
     "configured to report errors during writes if RDB snapshotting fails "
     "(stop-writes-on-bgsave-error option). Please check the Redis logs for details about the "
     "RDB error.")
-BGSAVE_RETRY_DELAY = 5.0  # seconds between save-rule retries after a failed BGSAVE
-REWRITE_RETRY_DELAY = 60.0  # seconds before an automatic rewrite is retried after a failure
-
-
-class PersistenceError(Exception):
-    """A persistence command refused; str() is the reply text."""
 
 
 def _make_feed(p: Persistence) -> Callable[[int, list[bytes]], None]:
@@ -79,23 +82,7 @@ class Persistence:
         self._last_bgsave_ok = True
         self._feed = _make_feed(self)
         self._feeding = False
-        self.child: Child | None = None
-        self.child_killed = False
-        self.rewrite_scheduled = False
-        self.bgsave_scheduled = False
-        # snapshot statistics
-        self.lastsave = int(time.time())
-        self.last_bgsave_try = 0.0
-        self.last_bgsave_secs = -1
-        self.rdb_saves = 0
-        self.dirty_before_bgsave = 0
-        # rewrite statistics
-        self.rewrites = 0
-        self.rewrite_failures = 0  # consecutive
-        self.last_rewrite_ok = True
-        self.last_rewrite_secs = -1
-        self.last_rewrite_fail_time = 0.0
-        self.rewrite_base_size = 0
+        self.jobs = BackgroundJobs(self)  # children, save rules, their statistics
         # appendfsync always: replies held back while the AOF cannot be written
         self.held: list[Client] = []
         self.batch_writers: set[Client] = set()  # ran a write command since the last pass
@@ -168,7 +155,7 @@ class Persistence:
         except OSError as exc:
             raise StartupError(f"Fatal error loading the data: {exc}") from None
         self.server.dirty = 0
-        self.lastsave = int(time.time())
+        self.jobs.lastsave = int(time.time())
         self.log.verbose(f"Persistence ready in {time.monotonic() - start:.3f} seconds")
 
     def open_aof(self) -> None:
@@ -182,7 +169,7 @@ class Persistence:
         man = files.manifest
         assert man is not None
         self.writer.open(files.path(man.incrs[-1].name), files.sizes_except_last())
-        self.rewrite_base_size = self.writer.current_size
+        self.jobs.rewrite_base_size = self.writer.current_size
         self.aof_state = ON
         self.feeding = True
 
@@ -222,7 +209,7 @@ class Persistence:
             return
         if self.writer.worker.pending:
             event = "aof-write-pending-fsync"
-        elif self.child is not None:
+        elif self.jobs.child is not None:
             event = "aof-write-active-child"
         else:
             event = "aof-write-alone"
@@ -286,7 +273,8 @@ class Persistence:
 
     # -- cron ---------------------------------------------------------------------------------
     def cron(self) -> None:
-        child = self.child
+        jobs = self.jobs
+        child = jobs.child
         if child is not None:
             child.poll()
         writer = self.writer
@@ -294,240 +282,25 @@ class Persistence:
             writer.background_fsync()
             if writer.error is not None or self.held:
                 self.server.schedule_before_sleep()  # retry the write (Redis: every cron)
-        if self.child is not None:
-            return
-        if self.rewrite_scheduled:
-            self._try(self.start_rewrite)
-        elif self.bgsave_scheduled or self._save_rule_due():
-            self._try(self.start_bgsave)
-        elif self._auto_rewrite_due():
-            self.log.notice(f"Starting automatic rewriting of AOF on "
-                            f"{self._growth()}% growth")
-            self._try(self.start_rewrite)
+        jobs.start_due()
 
-    def _try(self, start: Any) -> None:
-        try:
-            start()
-        except PersistenceError as exc:
-            self.log.warning(str(exc))
-
-    def _save_rule_due(self) -> bool:
-        dirty = self.server.dirty
-        if not dirty:
-            return False
-        now = time.time()
-        if not self.last_bgsave_ok and time.monotonic() - self.last_bgsave_try < BGSAVE_RETRY_DELAY:
-            return False
-        for seconds, changes in self.config["save"]:
-            if dirty >= changes and now - self.lastsave > seconds:
-                self.log.notice(f"{changes} changes in {seconds} seconds. Saving...")
-                return True
-        return False
-
-    def _growth(self) -> int:
-        base = self.rewrite_base_size or 1
-        return (self.writer.current_size - base) * 100 // base
-
-    def _auto_rewrite_due(self) -> bool:
-        config = self.config
-        if self.aof_state != ON or not config["auto-aof-rewrite-percentage"]:
-            return False
-        if self.writer.current_size < config["auto-aof-rewrite-min-size"]:
-            return False
-        if (not self.last_rewrite_ok
-                and time.monotonic() - self.last_rewrite_fail_time < REWRITE_RETRY_DELAY):
-            return False
-        return self._growth() >= config["auto-aof-rewrite-percentage"]
-
-    # -- children -----------------------------------------------------------------------------
-    def _listen_fds(self) -> list[int]:
-        fds = []
-        for listener in self.server.listeners:
-            for sock in listener.sockets or ():
-                fds.append(sock.fileno())
-        return fds
-
-    def _key_delay(self) -> Any:
-        delay_us = self.config["rdb-key-save-delay"]
-        if delay_us <= 0:
-            return None
-        return lambda: time.sleep(delay_us / 1_000_000)
+    # -- the commands' entry points (the work is in BackgroundJobs) ---------------------------
+    @property
+    def lastsave(self) -> int:
+        """LASTSAVE: the Unix time of the last successful save (or of the load at start)."""
+        return self.jobs.lastsave
 
     def start_rewrite(self) -> str:
         """BGREWRITEAOF: 'started' or 'scheduled'; raises PersistenceError."""
-        from server.persistence.rewrite import write_base_file
-
-        if self.child is not None and self.child.kind == "aof":
-            raise PersistenceError(
-                "ERR Background append only file rewriting already in progress")
-        if self.child is not None or self.writer.in_transaction:
-            self.rewrite_scheduled = True
-            return "scheduled"
-        self.rewrite_scheduled = False
-        writer = self.writer
-        files = self.files
-        if self.aof_state == ON:
-            if not writer.flush(force_fsync=True):
-                self._rewrite_failed()  # the automatic rewrite waits before trying again
-                raise PersistenceError(
-                    f"ERR Can't rewrite the append only file now: "
-                    f"{os.strerror(writer.error.errno or 5) if writer.error else 'write error'}")
-            try:
-                fd, path = files.create_incr()
-            except OSError as exc:
-                self._rewrite_failed()
-                raise PersistenceError(f"ERR Can't open a new AOF incr file: {exc.strerror}") \
-                    from None
-            writer.open(path, files.sizes_except_last(), fd=fd)
-        elif self.aof_state == WAIT_REWRITE:
-            files.ensure_dir()
-            writer.buf.clear()  # whatever came before the fork is in the child's image
-            writer.open(files.temp_incr_path(), 0, truncate=True)
-            self.feeding = True
-        else:
-            files.ensure_dir()
-        use_snapshot = self.config["aof-use-rdb-preamble"]
-        dbs = self.server.dbs
-        per_key = self._key_delay()
-        aof_dir = files.dir
-
-        def work() -> None:
-            write_base_file(os.path.join(aof_dir, f"temp-rewriteaof-bg-{os.getpid()}.aof"),
-                            dbs, use_snapshot, per_key)
-
-        try:
-            self.child = spawn("aof", work, self._rewrite_done, self.server.loop,
-                               self._listen_fds())
-            self.server.stats.note_fork(self.child.fork_usec, self.server.latency)
-        except OSError as exc:
-            self._rewrite_failed()
-            raise PersistenceError(f"ERR Can't rewrite append only file in background: fork: "
-                                   f"{exc.strerror}") from None
-        self.child_killed = False
-        self.log.notice(f"Background append only file rewriting started by pid "
-                        f"{self.child.pid}")
-        return "started"
-
-    def _rewrite_done(self, code: int) -> None:
-        child = self.child
-        assert child is not None
-        self.child = None
-        temp = self.files.temp_rewrite_path(child.pid)
-        if code != 0:
-            _unlink(temp)
-            if not self.child_killed:
-                self.log.warning(f"Background AOF rewrite terminated with "
-                                 f"{'error' if code > 0 else f'signal {-code}'}")
-                self._rewrite_failed()
-            return
-        try:
-            if self.files.manifest is None and self.files.exists():
-                self.files.load()
-            first = self.aof_state == WAIT_REWRITE
-            temp_incr = self.files.temp_incr_path() if first else None
-            if first:
-                self.writer.flush()
-            # With the AOF off the base is the whole state: older incr files are history.
-            base, incr_path = self.files.install_base(temp, temp_incr,
-                                                      keep_incr=self.aof_state != OFF)
-        except (OSError, ValueError) as exc:
-            _unlink(temp)
-            self.log.warning(f"Error installing the rewritten AOF: {exc}")
-            self._rewrite_failed()
-            return
-        if first:
-            self.writer.path = incr_path
-            self.aof_state = ON
-            self.log.notice("Background AOF rewrite finished successfully; AOF is on")
-        if self.aof_state == ON:
-            self.writer.other_size = self.files.size_of(base)
-            self.rewrite_base_size = self.writer.current_size
-        self.rewrites += 1
-        self.rewrite_failures = 0
-        self.last_rewrite_ok = True
-        self.last_rewrite_secs = int(child.elapsed)
-        self.log.notice("Background AOF rewrite finished successfully")
-
-    def _rewrite_failed(self) -> None:
-        self.last_rewrite_ok = False
-        self.rewrite_failures += 1
-        self.last_rewrite_fail_time = time.monotonic()
-        if self.aof_state == WAIT_REWRITE:
-            # The temp incr only makes sense with its base: stop feeding until the retry.
-            self.feeding = False
-            self.writer.buf.clear()
-            self.writer.retire()
-            self.rewrite_scheduled = True
+        return self.jobs.start_rewrite()
 
     def start_bgsave(self, schedule: bool = False) -> str:
         """BGSAVE: 'started' or 'scheduled'; raises PersistenceError."""
-        from server.persistence.snapshot import save_file
-
-        if self.child is not None:
-            if self.child.kind == "rdb":
-                raise PersistenceError("ERR Background save already in progress")
-            if not schedule:
-                raise PersistenceError(
-                    "ERR Another child process is active (AOF?): can't BGSAVE right now. Use "
-                    "BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.")
-            self.bgsave_scheduled = True
-            return "scheduled"
-        self.bgsave_scheduled = False
-        path = os.path.abspath(self.config["dbfilename"])
-        dbs = self.server.dbs
-        per_key = self._key_delay()
-        self.dirty_before_bgsave = self.server.dirty
-        self.last_bgsave_try = time.monotonic()
-        try:
-            self.child = spawn("rdb", lambda: save_file(path, dbs, per_key=per_key),
-                               self._bgsave_done, self.server.loop, self._listen_fds())
-            self.server.stats.note_fork(self.child.fork_usec, self.server.latency)
-        except OSError as exc:
-            self.last_bgsave_ok = False
-            raise PersistenceError(f"ERR Can't save in background: fork: {exc.strerror}") \
-                from None
-        self.child_killed = False
-        self.log.notice(f"Background saving started by pid {self.child.pid}")
-        return "started"
-
-    def _bgsave_done(self, code: int) -> None:
-        child = self.child
-        assert child is not None
-        self.child = None
-        self.last_bgsave_secs = int(child.elapsed)
-        if code == 0:
-            self.lastsave = int(time.time())
-            self.server.dirty = max(0, self.server.dirty - self.dirty_before_bgsave)
-            self.last_bgsave_ok = True
-            self.rdb_saves += 1
-            self.log.notice("Background saving terminated with success")
-            return
-        _unlink(os.path.join(os.path.dirname(os.path.abspath(self.config["dbfilename"])),
-                             f"temp-{child.pid}.xsnap"))
-        if self.child_killed:
-            return
-        self.last_bgsave_ok = False
-        how = "error" if code > 0 else f"terminated by signal {-code}"
-        self.log.warning(f"Background saving {how}")
-
-    def kill_child(self) -> None:
-        if self.child is not None:
-            self.child_killed = True
-            self.log.notice(f"Killing running {self.child.kind} child: {self.child.pid}")
-            self.child.kill()
+        return self.jobs.start_bgsave(schedule)
 
     def save(self) -> None:
-        """SAVE: a snapshot written synchronously; raises OSError."""
-        from server.persistence.snapshot import save_file
-
-        if self.child is not None and self.child.kind == "rdb":
-            raise PersistenceError("ERR Background save already in progress")
-        save_file(os.path.abspath(self.config["dbfilename"]), self.server.dbs)
-        self.lastsave = int(time.time())
-        self.server.dirty = 0
-        self.last_bgsave_ok = True
-        self.rdb_saves += 1
-        self.log.notice("DB saved on disk")
+        """SAVE: a snapshot written synchronously; raises OSError or PersistenceError."""
+        self.jobs.save()
 
     def _debug_write_error(self, client: Client, argv: list[bytes]) -> object:
         """DEBUG AOF-WRITE-ERROR <errno>: make AOF writes fail with errno (0 stops it), to test
@@ -549,21 +322,23 @@ class Persistence:
             self.files.discard()  # stale: the new AOF starts from a base of the current data
             self.aof_state = WAIT_REWRITE
             self.log.notice("AOF enabled, background rewrite of the initial AOF scheduled")
+            jobs = self.jobs
             try:
-                self.start_rewrite()
+                jobs.start_rewrite()
             except PersistenceError as exc:
                 self.log.warning(str(exc))
-                self.rewrite_scheduled = True
+                jobs.rewrite_scheduled = True
         elif not value and self.aof_state != OFF:
-            if self.child is not None and self.child.kind == "aof":
-                self.kill_child()
-                self.rewrite_scheduled = False
+            jobs = self.jobs
+            if jobs.child is not None and jobs.child.kind == "aof":
+                jobs.kill_child()
+                jobs.rewrite_scheduled = False
             if self.aof_state == ON:
                 self.writer.shutdown()
             else:
                 self.writer.buf.clear()
                 self.writer.retire()
-                _unlink(self.files.temp_incr_path())
+                unlink_quietly(self.files.temp_incr_path())
             self.aof_state = OFF
             self.feeding = False
             self._release_all()
@@ -586,7 +361,7 @@ class Persistence:
 
     # -- shutdown -----------------------------------------------------------------------------
     def on_shutdown(self, nosave: bool) -> None:
-        self.kill_child()
+        self.jobs.kill_child()
         if self.aof_state == ON:
             self.writer.shutdown()
             if self.writer.error is not None:
@@ -602,13 +377,14 @@ class Persistence:
         if self.config["save"] and not nosave:
             self.log.notice("Saving the final snapshot before exiting.")
             try:
-                self.save()
+                self.jobs.save()
             except (OSError, PersistenceError) as exc:
                 self.log.warning(f"Error trying to save the DB: {exc}")
 
     # -- INFO ---------------------------------------------------------------------------------
     def info_fields(self) -> list[tuple[str, object]]:
-        child = self.child
+        jobs = self.jobs
+        child = jobs.child
         rdb_child = child is not None and child.kind == "rdb"
         aof_child = child is not None and child.kind == "aof"
         writer = self.writer
@@ -619,21 +395,21 @@ class Persistence:
             ("current_save_keys_total", 0),
             ("rdb_changes_since_last_save", self.server.dirty),
             ("rdb_bgsave_in_progress", int(rdb_child)),
-            ("rdb_last_save_time", self.lastsave),
+            ("rdb_last_save_time", jobs.lastsave),
             ("rdb_last_bgsave_status", "ok" if self.last_bgsave_ok else "err"),
-            ("rdb_last_bgsave_time_sec", self.last_bgsave_secs),
+            ("rdb_last_bgsave_time_sec", jobs.last_bgsave_secs),
             ("rdb_current_bgsave_time_sec", int(child.elapsed) if rdb_child else -1),
-            ("rdb_saves", self.rdb_saves), ("rdb_last_cow_size", 0),
+            ("rdb_saves", jobs.rdb_saves), ("rdb_last_cow_size", 0),
             ("rdb_last_load_keys_expired", self.keys_expired),
             ("rdb_last_load_keys_loaded", self.keys_loaded),
             ("aof_enabled", int(self.aof_state != OFF)),
             ("aof_rewrite_in_progress", int(aof_child)),
-            ("aof_rewrite_scheduled", int(self.rewrite_scheduled)),
-            ("aof_last_rewrite_time_sec", self.last_rewrite_secs),
+            ("aof_rewrite_scheduled", int(jobs.rewrite_scheduled)),
+            ("aof_last_rewrite_time_sec", jobs.last_rewrite_secs),
             ("aof_current_rewrite_time_sec", int(child.elapsed) if aof_child else -1),
-            ("aof_last_bgrewrite_status", "ok" if self.last_rewrite_ok else "err"),
-            ("aof_rewrites", self.rewrites),
-            ("aof_rewrites_consecutive_failures", self.rewrite_failures),
+            ("aof_last_bgrewrite_status", "ok" if jobs.last_rewrite_ok else "err"),
+            ("aof_rewrites", jobs.rewrites),
+            ("aof_rewrites_consecutive_failures", jobs.rewrite_failures),
             ("aof_last_write_status", "ok" if writer.error is None else "err"),
             ("aof_last_cow_size", 0), ("module_fork_in_progress", 0),
             ("module_fork_last_cow_size", 0),
@@ -641,20 +417,13 @@ class Persistence:
         if self.aof_state != OFF:
             fields += [
                 ("aof_current_size", writer.current_size),
-                ("aof_base_size", self.rewrite_base_size),
-                ("aof_pending_rewrite", int(self.rewrite_scheduled)),
+                ("aof_base_size", jobs.rewrite_base_size),
+                ("aof_pending_rewrite", int(jobs.rewrite_scheduled)),
                 ("aof_buffer_length", len(writer.buf)),
                 ("aof_pending_bio_fsync", writer.worker.pending),
                 ("aof_delayed_fsync", writer.delayed_fsync),
             ]
         return fields
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
 
 
 def attach(server: Server) -> Persistence:
