@@ -200,11 +200,18 @@ class Connection(asyncio.Protocol):
         if limits is None:
             run_commands(client, commands)
             return True
+        # The pending output's size, kept up to date chunk by chunk: summing every reply
+        # at each check would be quadratic in the batch (nothing is written meanwhile).
+        pending = client.output_bytes()
+        counted = len(client.out)
         for start in range(0, len(commands), _CHUNK):
             run_commands(client, commands[start:start + _CHUNK])
             if client.close_after_reply or client.closed:
                 return False
-            if self._check_output_limit(client.output_bytes() + self.output_size(), limits):
+            out = client.out
+            pending += sum(map(len, out[counted:]))
+            counted = len(out)
+            if self._check_output_limit(pending + self.output_size(), limits):
                 return False
         return True
 
