@@ -184,6 +184,9 @@ DOCS: dict[str, Doc] = {
                  ("7.0.0", "Added selectors and changed the format of key and channel patterns "
                            "from a list to their rule representation."))),
     "acl|help": Doc(_O1),
+    "module": Doc(_SUBCOMMANDS),
+    "module|help": Doc(_O1),
+    "module|list": Doc("O(N) where N is the number of loaded modules.", tips=_ORDER),
     "acl|list": Doc("O(N). Where N is the number of configured users."),
     "acl|log": Doc("O(N) with N being the number of entries shown.",
                    "[operation{count:integer | RESET}]",

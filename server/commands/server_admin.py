@@ -375,3 +375,23 @@ def memory_usage(client: Client, argv: list[bytes]) -> object:
     if usage is not None:
         return key_overhead + usage()
     return key_overhead + len(getattr(value, "data", b""))
+
+
+# -- MODULE (no module can be loaded: the list is empty) ---------------------------------------
+container("module", -2, summary="A container for module commands.", since="4.0.0",
+          group="server")
+
+
+@command("module|list", 2, "admin noscript", categories=_ADMIN, since="4.0.0", group="server",
+         tips="nondeterministic_output_order", summary="Returns all loaded modules.")
+def module_list(client: Client, argv: list[bytes]) -> object:
+    return []  # a Redis with no module loaded answers the same
+
+
+@command("module|help", 2, "loading stale", categories="@slow", since="5.0.0", group="server",
+         summary="Returns helpful text about the different subcommands.")
+def module_help(client: Client, argv: list[bytes]) -> object:
+    return help_reply("MODULE", [  # the subcommands implemented, in Redis's words
+        "LIST",
+        "    Return a list of loaded modules.",
+    ])

@@ -582,3 +582,13 @@ def test_every_help_exists_and_names_only_real_subcommands(c: Conn, container: s
     for name in names:
         answer = c.call(container, name)
         assert b"unknown subcommand" not in answer, (container, name, answer)
+
+
+def test_module_list_is_empty(c: Conn) -> None:
+    # No module is loaded: the reply of a Redis without modules (RESP2 and RESP3).
+    assert c.call("MODULE", "LIST") == b"*0\r\n"
+    c.call("HELLO", "3")
+    assert c.call("MODULE", "LIST") == b"*0\r\n"
+    assert c.call("MODULE", "LIST", "x") == (
+        b"-ERR wrong number of arguments for 'module|list' command\r\n")
+    assert c.call("MODULE") == b"-ERR wrong number of arguments for 'module' command\r\n"
