@@ -11,16 +11,16 @@ error.
 from __future__ import annotations
 
 import hashlib
-import time
 from itertools import islice
 
 from protocol.encoder import OK, SetReply
 from server.client import Client
-from server.commands.command_cmd import CATEGORY_ORDER, acl_categories
+from server.commands.command_cmd import CATEGORY_ORDER, commands_in_category
 from server.commands.help import help_reply
-from server.dispatch import all_specs, command, container
+from server.dispatch import command, container
 from server.errors import CommandError, client_text
 from server.parsing import eq, parse_int
+from storage.keyspace import now_ms
 
 _ADMIN = "@admin @slow @dangerous"
 _FLAGS = "noscript loading stale"
@@ -59,7 +59,7 @@ def acl_cat(client: Client, argv: list[bytes]) -> object:
     wanted = "@" + argv[2].decode(errors="replace").lower()
     if wanted not in CATEGORY_ORDER:
         raise CommandError(f"ERR Unknown category '{argv[2].decode(errors='replace')}'")
-    return [spec.fullname.encode() for spec in all_specs() if wanted in acl_categories(spec)]
+    return commands_in_category(wanted)
 
 
 @command("acl|list", 2, f"admin {_FLAGS}", categories=_ADMIN, since="6.0.0", group="server",
@@ -98,14 +98,14 @@ def acl_log(client: Client, argv: list[bytes]) -> object:
             log.reset()
             return OK
         count = max(parse_int(argv[2]), 0)
-    now_ms = time.time_ns() // 1_000_000
+    now = now_ms()
     return [{
         b"count": entry.count,
         b"reason": entry.reason.encode(),
         b"context": entry.context.encode(),
         b"object": entry.object,
         b"username": entry.username,
-        b"age-seconds": (now_ms - entry.updated_ms) / 1000,
+        b"age-seconds": (now - entry.updated_ms) / 1000,
         b"client-info": entry.client_info.encode(),
         b"entry-id": entry.entry_id,
         b"timestamp-created": entry.created_ms,

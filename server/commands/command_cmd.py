@@ -11,7 +11,14 @@ from protocol.encoder import SetReply, SimpleString
 from server.client import Client
 from server.commands.command_docs import KeySpec
 from server.commands.command_docs_table import DOCS
-from server.dispatch import COMMANDS, CommandSpec, command, container, find_by_fullname
+from server.dispatch import (
+    COMMANDS,
+    CommandSpec,
+    all_specs,
+    command,
+    container,
+    find_by_fullname,
+)
 from server.errors import SYNTAX, CommandError
 from server.parsing import eq
 from storage.glob import compile_glob
@@ -53,6 +60,11 @@ def acl_categories(spec: CommandSpec) -> list[str]:
     # A container registered without categories is @slow, as Redis's containers are.
     cats = list(spec.categories) or (["@slow"] if spec.subcommands else [])
     return _ordered(cats, CATEGORY_ORDER)
+
+
+def commands_in_category(category: str) -> list[bytes]:
+    """The full names of the commands and subcommands in an ACL category ("@stream")."""
+    return [spec.fullname.encode() for spec in all_specs() if category in acl_categories(spec)]
 
 
 def key_specs(spec: CommandSpec) -> list[KeySpec]:
@@ -168,23 +180,18 @@ def command_docs_cmd(client: Client, argv: list[bytes]) -> object:
 @command("command|list", -2, "loading stale", categories=_CAT, since="7.0.0", group="server",
          tips="nondeterministic_output_order", summary="Returns a list of command names.")
 def command_list(client: Client, argv: list[bytes]) -> object:
-    names: list[CommandSpec] = []
-    for spec in _all_specs():
-        names.append(spec)
-        names.extend(spec.subcommands.values())
     if len(argv) == 2:
-        return [s.fullname.encode() for s in names]
+        return [s.fullname.encode() for s in all_specs()]
     if len(argv) != 5 or not eq(argv[2], b"filterby"):
         raise CommandError(SYNTAX)
     kind, value = argv[3].lower(), argv[4]
     if kind == b"module":
         return []
     if kind == b"aclcat":
-        category = "@" + value.decode(errors="replace").lower()
-        return [s.fullname.encode() for s in names if category in acl_categories(s)]
+        return commands_in_category("@" + value.decode(errors="replace").lower())
     if kind == b"pattern":
         match = compile_glob(value.lower())
-        return [s.fullname.encode() for s in names if match(s.fullname.encode())]
+        return [s.fullname.encode() for s in all_specs() if match(s.fullname.encode())]
     raise CommandError(SYNTAX)
 
 

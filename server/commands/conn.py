@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hmac
-import time
 
 from protocol.encoder import OK, Raw, SimpleString
 from server.app import VERSION
@@ -12,6 +11,7 @@ from server.commands.client_cmds import client_info_line, validate_name
 from server.dispatch import command
 from server.errors import DB_INDEX_OUT_OF_RANGE, SYNTAX, CommandError, client_text, wrong_arity
 from server.parsing import eq, parse_c_int, parse_int
+from storage.keyspace import now_ms
 
 PONG = Raw(b"+PONG\r\n")
 WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
@@ -55,7 +55,7 @@ def authenticate(client: Client, command: bytes, username: bytes, password: byte
         server = client.server
         server.stats.auth_failures += 1
         server.acl_log.add("auth", "multi" if client.in_exec else "toplevel", command, username,
-                           client_info_line(client), time.time_ns() // 1_000_000,
+                           client_info_line(client), now_ms(),
                            server.config["acllog-max-len"])
         raise CommandError(WRONGPASS)
     client.authenticated = True
