@@ -117,7 +117,7 @@ class Stream:
     ENCODING = "stream"  # what OBJECT ENCODING answers
 
     __slots__ = (
-        "rax",
+        "_rax",  # read through the rax property, which brings the tail's counts up to date
         "length",
         "last_id",
         "first_id",
@@ -127,6 +127,9 @@ class Stream:
         "cgroups_ref",
         # Tail node cache, so XADD does not seek the rax.  _tail is None when
         # unknown; anything that changes the tail node's counts resets it.
+        # While _tail_behind is set, the tail listpack's header (size, element count)
+        # and its master entry's count lag behind its entries: append() writes only the
+        # entries, _catch_up() the rest, before anything else reads the node.
         "_tail",
         "_tail_master",
         "_tail_key",
@@ -134,12 +137,13 @@ class Stream:
         "_tail_count",
         "_tail_total",
         "_tail_nele",
+        "_tail_behind",
         "_head_hint",  # (listpack, size, first entry offset, end of tombstone run): trimming
         "_seek_hint",  # where the last lookup by ID ended: see _find
     )
 
     def __init__(self) -> None:
-        self.rax = Rax()
+        self._rax = Rax()
         self.length = 0
         self.last_id: StreamID = MIN_ID
         self.first_id: StreamID = MIN_ID
@@ -153,12 +157,20 @@ class Stream:
         self._tail_names: list[bytes] = []
         self._tail_count = 0  # live entries in the tail node
         self._tail_total = 0  # live + deleted entries in the tail node
-        self._tail_nele = 0  # the tail listpack's element count, as its header holds it
+        self._tail_nele = 0  # the tail listpack's element count, as its header should hold it
+        self._tail_behind = False
         self._head_hint: tuple[Listpack, int, int, int] | None = None
         self._seek_hint: tuple[StreamNode, bytes, int, StreamID, StreamID | None] | None = None
 
     def __len__(self) -> int:
         return self.length
+
+    @property
+    def rax(self) -> Rax:
+        """The nodes by master ID key, every node's bytes complete (see _tail_behind)."""
+        if self._tail_behind:
+            self._catch_up()
+        return self._rax
 
     def __bool__(self) -> bool:
         return True  # an empty stream is still a key: never falsy
@@ -187,8 +199,23 @@ class Stream:
         self._tail_nele = lp.buf[4] | (lp.buf[5] << 8)
         return lp  # type: ignore[return-value]
 
+    def _catch_up(self) -> None:
+        """Write what append() left behind in the tail node: its listpack header and
+        its master entry's count. An element count that reached NUMELE_UNKNOWN stays
+        there, as in lpInsert."""
+        self._tail_behind = False
+        tail = self._tail
+        assert tail is not None
+        buf = tail.buf
+        nele = self._tail_nele
+        pack_header(buf, 0, len(buf), nele if nele < NUMELE_UNKNOWN else NUMELE_UNKNOWN)
+        count = self._tail_count
+        if not tail.replace_int_inplace(HEADER_SIZE, count):
+            tail.replace(HEADER_SIZE, count)  # a longer encoding (128, 4096, ...)
+
     def _node_changed(self, lp: Listpack) -> None:
         """A node's counts changed (or it was removed) outside append()."""
+        assert not self._tail_behind, "the tail's counts were read before _catch_up()"
         if lp is self._tail:
             self._tail = None
         self._seek_hint = None
@@ -267,7 +294,9 @@ class Stream:
             if (len(buf) + elelen >= (max_bytes if 0 < max_bytes <= MAX_NODE_BYTES
                                       else MAX_NODE_BYTES)
                     or (max_entries and total >= max_entries)):
-                tail.buf = bytearray(buf)  # shrink to fit, as lpShrinkToFit
+                if self._tail_behind:
+                    self._catch_up()
+                tail.buf = bytearray(tail.buf)  # shrink to fit, as lpShrinkToFit
                 tail = None
         if tail is None:
             if nfields & 1 or not nfields:
@@ -307,24 +336,22 @@ class Stream:
                     raise ValueError("fields must be a non-empty flat list of field/value pairs")
                 body, nbody = encode_entry(fields, ms_enc, seq_enc, False)
                 body += _EOF
-            count = self._tail_count + 1
-            if count < 128 and buf[HEADER_SIZE] < 0x80:
-                buf[HEADER_SIZE] = count  # 7-bit uint stays 7-bit: rewrite in place
-            elif not tail.replace_int_inplace(HEADER_SIZE, count):
-                tail.replace(HEADER_SIZE, count)
             if not total % MARK_EVERY and tail.marks is not None:  # keep the marks complete
                 tail.marks += mark_bytes(len(buf) - 1 - node_layout(tail)[2])
-            # tail.append_encoded(body, nbody), inlined: the body (which ends with the end
-            # byte) replaces the end byte, then the header's size and element count (a node
-            # stays far below the listpack's 4 GiB limit: MAX_NODE_BYTES). An element count
-            # that reached NUMELE_UNKNOWN stays there, as in lpInsert.
+            # tail.append_encoded(body, nbody): the body (which ends with the end byte)
+            # replaces the end byte. The header and the master count are written by
+            # _catch_up(), once for a run of appends (see _tail_behind), while the count
+            # stays a 7-bit uint: the node's size is then what it will be with them written,
+            # so the node-full test above sees the bytes Redis's does.
             del buf[-1]
             buf += body
-            nele = self._tail_nele + nbody
-            pack_header(buf, 0, len(buf), nele if nele < NUMELE_UNKNOWN else NUMELE_UNKNOWN)
-            self._tail_nele = nele
-            self._tail_count = count
+            self._tail_nele += nbody
             self._tail_total = total + 1
+            count = self._tail_count = self._tail_count + 1
+            if count < 128 and buf[HEADER_SIZE] < 0x80:
+                self._tail_behind = True
+            else:
+                self._catch_up()
 
         self.length += 1
         self.entries_added += 1
@@ -451,10 +478,12 @@ class Stream:
         """(key, node) of the node that may hold ``id``: the last one whose master ID
         is <= id.  The tail node without a rax walk when it is the one (XREAD,
         XREADGROUP and most claims look at recent entries)."""
+        if self._tail_behind:
+            self._catch_up()
         tail = self._tail
         if tail is not None and id >= self._tail_master:
             return self._tail_key, tail
-        return self.rax.floor(id_to_key(id))
+        return self._rax.floor(id_to_key(id))
 
     def _from_hint(self, id: StreamID) -> tuple[bytes, StreamNode, int] | None:
         """(key, node, offset) from ``_seek_hint`` when ``id`` lies in its node at or
@@ -467,6 +496,8 @@ class Stream:
         entry before the offset has a smaller ID, the node's last ID or None).
         Valid while the node stays in the rax with no node inserted after it (reset
         by _node_changed and _new_node); entries never move relative to the first."""
+        if self._tail_behind:
+            self._catch_up()
         hint = self._seek_hint
         if hint is None or id < hint[3]:
             return None

@@ -1047,6 +1047,66 @@ def test_against_model(data: st.DataObject) -> None:
     assert s.range(MIN_ID, MAX_ID, rev=True) == sorted(model.items(), reverse=True)
 
 
+def test_tail_counts_caught_up_before_any_read() -> None:
+    """append() leaves the tail's header and master count behind while the count stays below
+    128; everything that reads or changes the node sees them written first."""
+    s = Stream()
+    for i in range(100):
+        s.append([b"a", b"%d" % i], (1, i), max_entries=0, max_bytes=0)
+    assert s._tail_behind
+    [(_, lp)] = list(s.nodes())
+    assert not s._tail_behind
+    assert elements(lp)[:2] == [100, 0]
+    for i in range(100, 5000):  # (from 128 on, every append writes them)
+        s.append([b"a", b"%d" % i], (1, i), max_entries=0, max_bytes=0)
+    assert elements(lp)[:2] == [5000, 0]
+    assert check_node((1, 0), lp).count == 5000
+    s.append([b"a", b"x"], (1, 5000), max_entries=0, max_bytes=0)
+    assert s.delete((1, 5000)) and s.delete((1, 4999))  # the count, read from the bytes
+    assert elements(next(iter(s.nodes()))[1])[:2] == [4999, 2]
+    s.append([b"a", b"y"], (1, 5001), max_entries=0, max_bytes=0)
+    assert s.get((1, 5001)) == [b"a", b"y"] and s.get((1, 4998)) == [b"a", b"4998"]
+    assert s.trim("maxlen", 10) == 4990
+    check_invariants(s)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_tail_left_behind_ends_byte_identical(data: st.DataObject) -> None:
+    """The same operations on two streams, one of which catches its tail up after every
+    step (through the rax), end with the same nodes, byte for byte, and the same marks."""
+    max_entries = data.draw(st.sampled_from([0, 3, 100, 200]), label="max_entries")
+    max_bytes = data.draw(st.sampled_from([0, 90, 4096]), label="max_bytes")
+    lazy, eager = Stream(), Stream()
+    ms = 1
+    for _ in range(data.draw(st.integers(1, 30), label="steps")):
+        op = data.draw(st.sampled_from(["add", "add", "add", "del", "trim", "get", "range"]))
+        n = data.draw(st.integers(1, 150), label="entries or seq")
+        ms += op == "add"
+        results = []
+        for s in (lazy, eager):
+            if op == "add":
+                for i in range(n):
+                    fields = [b"a", VALUES[i % len(VALUES)]] if i % 7 else F3
+                    s.append(fields, None, now_ms=ms, max_bytes=max_bytes,
+                             max_entries=max_entries)
+            elif op == "del":
+                results.append(s.delete((ms, n)))
+            elif op == "trim":
+                results.append(s.trim("maxlen", 2 * n, approx=n % 2 == 1))
+            elif op == "get":
+                results.append(s.get((ms, n)))
+            else:
+                results.append(s.range((ms, 0), MAX_ID, 5))
+            if s is eager:
+                s.rax  # noqa: B018 (catches the tail up)
+        assert results[:len(results) // 2] == results[len(results) // 2:]
+    lazy_nodes = [(key, bytes(lp.buf), lp.marks) for key, lp in lazy.rax.items()]
+    eager_nodes = [(key, bytes(lp.buf), lp.marks) for key, lp in eager.rax.items()]
+    assert lazy_nodes == eager_nodes
+    check_invariants(lazy)
+
+
 # --- byte-exact comparison with redis-server -----------------------------------------
 
 
