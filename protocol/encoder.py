@@ -127,6 +127,8 @@ _INT = [b":%d\r\n" % i for i in range(_N_INT)]
 _LLONG_MIN = -(1 << 63)
 _LLONG_MAX = (1 << 63) - 1
 _BULK = [b"$%d\r\n" % i for i in range(_N_BULK)]
+# For the dispatcher's loop, which writes a bulk string reply without calling encode_into.
+BULK_HEADERS, N_BULK_HEADERS = _BULK, _N_BULK
 _ARRAY = [b"*%d\r\n" % i for i in range(_N_AGG)]
 # The same headers without their CRLF, for _entries' CRLF-joined lines.
 _BULK_LINE = [b"$%d" % i for i in range(_N_BULK)]

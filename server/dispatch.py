@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from protocol.encoder import ErrorReply, Raw, encode_into
+from protocol.encoder import BULK_HEADERS, CRLF, N_BULK_HEADERS, ErrorReply, Raw, encode_into
 from server import command_stats
 from server.blocking import POSTPONE, BlockRequest
 from server.errors import OOM_TEXT, CommandError, unknown_command, unknown_subcommand, wrong_arity
@@ -232,7 +232,28 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
                 arity = spec.arity
                 if argc == arity if arity >= 0 else argc >= -arity:
                     client.last_cmd = spec.fullname_bytes
-                    reply = call(client, spec, argv)
+                    if spec.may_refuse and (server.maxmemory or server.refusal_checks):
+                        reply = call(client, spec, argv)  # (with the OOM and MISCONF checks)
+                    else:
+                        # call() written out, for a command no check can refuse now (not
+                        # blocked, not in EXEC): the handler, the monitors, the statistics.
+                        start = _now_ns()
+                        try:
+                            reply = spec.handler(client, argv)  # type: ignore[misc]
+                        except Exception as exc:
+                            reply = _handler_failed(client, spec, exc)
+                        if server.monitors and "admin" not in spec.flags:
+                            server.feed_monitors(client, argv)
+                        elapsed_us = (_now_ns() - start) // 1000
+                        if type(reply) is not BlockRequest:
+                            try:
+                                spec.durations[elapsed_us] += 1
+                            except KeyError:
+                                spec.durations[elapsed_us] = 1
+                        else:
+                            client.block_exec_us += elapsed_us
+                        if elapsed_us >= server.notable_us:
+                            server.note_slow_command(client, spec, argv, elapsed_us, reply)
                 else:
                     reply = _execute_checked(client, argv)
             else:
@@ -242,6 +263,9 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
                 if client.blocked is not None:
                     client.pending_cmds.extend(commands[done:])
                     break
+            elif type(reply) is bytes and len(reply) < N_BULK_HEADERS:
+                # A bulk string (XADD's ID, GET's value): encode_into's first case, uncalled.
+                client.out += (BULK_HEADERS[len(reply)], reply, CRLF)
             else:
                 # (client.protocol is read per reply: HELLO 3 may switch it mid-batch.)
                 encode_into(client.out, reply, client.protocol)
@@ -315,6 +339,20 @@ def _reject(client: Client, argv: list[bytes], text: str) -> ErrorReply:
     return ErrorReply(text)
 
 
+def _handler_failed(client: Client, spec: CommandSpec, exc: Exception) -> ErrorReply:
+    """The error reply of a handler that raised: a CommandError's text, or for anything else
+    (a bug) an internal error, logged: the command fails, the client lives on."""
+    if isinstance(exc, CommandError):
+        text = exc.message
+    else:
+        client.server.log.warning(f"Internal error running '{spec.fullname}': {exc!r}\n"
+                                  + traceback.format_exc())
+        text = f"ERR internal error running '{spec.fullname}' ({type(exc).__name__})"
+    spec.failed_calls += 1
+    client.server.stats.error_reply(text)
+    return ErrorReply(text)
+
+
 def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
     """Run a looked-up command: limit checks, the handler, statistics, MONITOR feed.
 
@@ -333,17 +371,8 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
     start = _now_ns()
     try:
         reply = spec.handler(client, argv)  # type: ignore[misc]
-    except CommandError as exc:
-        reply = ErrorReply(exc.message)
-        spec.failed_calls += 1
-        server.stats.error_reply(exc.message)
-    except Exception as exc:  # a bug in a handler answers this command, never kills the client
-        server.log.warning(f"Internal error running '{spec.fullname}': {exc!r}\n"
-                           + traceback.format_exc())
-        text = f"ERR internal error running '{spec.fullname}' ({type(exc).__name__})"
-        reply = ErrorReply(text)
-        spec.failed_calls += 1
-        server.stats.error_reply(text)
+    except Exception as exc:
+        reply = _handler_failed(client, spec, exc)
     # Monitors see a command once it ran (EXEC after its queued commands), never an admin
     # command, and not again when a blocked client's command is re-run.
     if server.monitors and client.blocked is None and "admin" not in spec.flags:
