@@ -99,9 +99,9 @@ def lookup_or_create(client: Client, key: bytes) -> Stream:
 
 
 def node_limits(client: Client) -> tuple[int, int]:
-    """stream-node-max-bytes and stream-node-max-entries, read at every call (CONFIG SET)."""
-    config = client.server.config
-    return config["stream-node-max-bytes"], config["stream-node-max-entries"]
+    """stream-node-max-bytes and stream-node-max-entries, as CONFIG SET left them."""
+    server = client.server
+    return server.stream_node_max_bytes, server.stream_node_max_entries
 
 
 # -- IDs ----------------------------------------------------------------------------------------

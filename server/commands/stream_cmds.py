@@ -75,11 +75,10 @@ def xadd(client: Client, argv: list[bytes]) -> object:
         elif type(stream) is not Stream:
             raise WrongTypeError()
         server = client.server
-        config = server.config.values
         fields = argv[3:]
         try:  # (an exhausted stream raises MSG_EXHAUSTED here)
-            new_id = stream.append(fields, None, True, None, config["stream-node-max-bytes"],
-                                   config["stream-node-max-entries"])
+            new_id = stream.append(fields, None, True, None, server.stream_node_max_bytes,
+                                   server.stream_node_max_entries)
         except StreamError as exc:
             raise CommandError(str(exc)) from None
         ms, seq = new_id  # format_id, with the milliseconds' text cached

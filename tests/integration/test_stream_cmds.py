@@ -164,6 +164,17 @@ def test_node_size_options_are_read_per_call(r: redis.Redis, raw: RawConn) -> No
         for i in range(8, 11):
             r.execute_command("XADD", "s", f"{i}-0", "field", "x" * 30)
         assert raw.info("s")[b"radix-tree-keys"] >= 5
+        # XADD key * field value, which takes a shorter way, reads them too.
+        r.config_set("stream-node-max-bytes", "4096")
+        r.config_set("stream-node-max-entries", "2")
+        for _ in range(6):
+            r.execute_command("XADD", "t", "*", "f", "v")
+        assert raw.info("t")[b"radix-tree-keys"] == 3
+        r.config_set("stream-node-max-entries", "0")
+        r.config_set("stream-node-max-bytes", "100")
+        for _ in range(6):
+            r.execute_command("XADD", "t", "*", "field", "x" * 30)
+        assert raw.info("t")[b"radix-tree-keys"] == 6
     finally:
         r.config_set("stream-node-max-entries", "100")
         r.config_set("stream-node-max-bytes", "4096")
