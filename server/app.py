@@ -109,18 +109,14 @@ class Server:
                          lambda on: command_stats.set_tracking(all_specs(), on))
         if not config["latency-tracking"]:
             command_stats.set_tracking(all_specs(), False)
-        self.maxmemory: int = config["maxmemory"]
-        config.on_change("maxmemory", lambda value: setattr(self, "maxmemory", value))
+        self.maxmemory: int = self._mirror("maxmemory", "maxmemory")
         # Read by every XADD: attributes, cheaper than two config lookups.
-        self.stream_node_max_bytes: int = config["stream-node-max-bytes"]
-        config.on_change("stream-node-max-bytes",
-                         lambda value: setattr(self, "stream_node_max_bytes", value))
-        self.stream_node_max_entries: int = config["stream-node-max-entries"]
-        config.on_change("stream-node-max-entries",
-                         lambda value: setattr(self, "stream_node_max_entries", value))
-        self.query_buffer_limit: int = config["client-query-buffer-limit"]
-        config.on_change("client-query-buffer-limit",
-                         lambda value: setattr(self, "query_buffer_limit", value))
+        self.stream_node_max_bytes: int = self._mirror("stream-node-max-bytes",
+                                                       "stream_node_max_bytes")
+        self.stream_node_max_entries: int = self._mirror("stream-node-max-entries",
+                                                         "stream_node_max_entries")
+        self.query_buffer_limit: int = self._mirror("client-query-buffer-limit",
+                                                    "query_buffer_limit")
         # (hard, soft, soft_seconds) for normal clients, None when unlimited (the default).
         self.normal_output_limit: tuple[int, int, int] | None = None
         self._set_output_limits(config["client-output-buffer-limit"])
@@ -139,6 +135,12 @@ class Server:
         self.pending_writes.append(client)
         if not self._before_sleep_scheduled:
             self.schedule_before_sleep()
+
+    def _mirror(self, option: str, attr: str) -> Any:
+        """An option's value, for the attribute ``attr``, which CONFIG SET keeps up to date
+        from now on: for options read too often for a config lookup."""
+        self.config.on_change(option, lambda value: setattr(self, attr, value))
+        return self.config[option]
 
     def schedule_before_sleep(self) -> None:
         if not self._before_sleep_scheduled:
