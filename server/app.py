@@ -109,7 +109,8 @@ class Server:
                          lambda on: command_stats.set_tracking(all_specs(), on))
         if not config["latency-tracking"]:
             command_stats.set_tracking(all_specs(), False)
-        self.maxmemory: int = self._mirror("maxmemory", "maxmemory")
+        self.maxmemory: int = config["maxmemory"]
+        config.on_change("maxmemory", self._set_maxmemory)
         # Read by every XADD: attributes, cheaper than two config lookups.
         self.stream_node_max_bytes: int = self._mirror("stream-node-max-bytes",
                                                        "stream_node_max_bytes")
@@ -260,6 +261,22 @@ class Server:
         """maxmemory with the noeviction policy: commands that may grow memory are refused
         (not while loading the data at start)."""
         return self.used_memory > self.maxmemory and not self.loading
+
+    def _set_maxmemory(self, value: int) -> None:
+        """CONFIG SET maxmemory (updateMaxmemory): measure the memory now, so that the very
+        next command is checked against the new limit rather than the cron's last reading."""
+        self.maxmemory = value
+        if value:
+            from server.info import rss_bytes
+
+            self.used_memory = rss_bytes()
+            if value < self.used_memory:
+                self.log.warning(
+                    f"WARNING: the new maxmemory value set via CONFIG SET ({value}) is smaller "
+                    f"than the current memory usage ({self.used_memory}). This will result in "
+                    "key eviction and/or the inability to accept new write commands depending "
+                    "on the maxmemory-policy.")
+            self.stats.note_over_maxmemory(self.over_maxmemory(), time.monotonic())
 
     def _set_slowlog_threshold(self, value: int) -> None:
         self.slowlog_min_us = value if value >= 0 else 1 << 64

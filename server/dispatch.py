@@ -301,6 +301,14 @@ def _execute_checked(client: Client, argv: list[bytes]) -> Any:
     if not client.authenticated and name.lower() not in _NO_AUTH:
         spec.rejected_calls += 1
         return _reject(client, argv, "NOAUTH Authentication required.")
+    # EXEC carries its queued commands' flags into the OOM and MISCONF checks: a refusal
+    # discards the whole transaction before any of it runs.
+    if (client.multi is not None and spec.name == "exec"
+            and (server.maxmemory or server.refusal_checks)):
+        refusal = _transaction_refusal(client, client.multi)
+        if refusal is not None:
+            spec.rejected_calls += 1
+            return _reject(client, argv, refusal)
     # CLIENT PAUSE: the command waits for the end of the pause, unless it is refused (Redis
     # makes the OOM and MISCONF checks before the pause's).
     if (pause.mode is not None and pause.holds(client, spec)
@@ -316,6 +324,28 @@ def _execute_checked(client: Client, argv: list[bytes]) -> Any:
         client.multi.append(argv)
         return QUEUED
     return call(client, spec, argv)
+
+
+def _transaction_refusal(client: Client, queued: list[list[bytes]]) -> str | None:
+    """processCommand's checks on EXEC: OOM when a queued command may grow memory, then
+    the registered checks (MISCONF) for the queued writes. None when EXEC may run."""
+    server = client.server
+    specs = []
+    for argv in queued:
+        try:
+            spec = find(argv)
+        except CommandError:
+            continue
+        if spec.may_refuse:
+            specs.append(spec)
+    if server.maxmemory and server.over_maxmemory() and any(s.denyoom for s in specs):
+        return OOM_TEXT
+    for spec in specs:
+        for check in server.refusal_checks:
+            refusal = check(client, spec)
+            if refusal is not None:
+                return refusal
+    return None
 
 
 def _refused(server: Server, spec: CommandSpec, text: str) -> ErrorReply:

@@ -297,10 +297,7 @@ def test_maxmemory_noeviction_refuses_writes(srv: ServerProcess, admin: socket.s
     assert call(admin, "CONFIG", "SET", "maxmemory", "100kb") == b"OK"
     assert call(admin, "CONFIG", "GET", "maxmemory-policy") == [
         b"maxmemory-policy", b"noeviction"]
-    # The refusal starts once the server has measured its memory (at once in Redis, at the
-    # next cron tick here).
-    assert wait_until(lambda: isinstance(call(admin, "XADD", "s", "*", "f", "v"),
-                                         hiredis.ReplyError))
+    # CONFIG SET measures the memory at once (updateMaxmemory): the very next write is refused.
     assert err(call(admin, "XADD", "s", "*", "f", "v")) == OOM
     assert err(call(admin, "XADD", "other", "*", "f", "v")) == OOM
     # Reads and writes that free or keep memory still work.
@@ -319,6 +316,21 @@ def test_maxmemory_noeviction_refuses_writes(srv: ServerProcess, admin: socket.s
     assert call(admin, "DEL", "s") == 1
     assert call(admin, "CONFIG", "SET", "maxmemory", "0") == b"OK"
     assert call(admin, "XADD", "s", "2-1", "f", "v") == b"2-1"
+
+
+def test_maxmemory_set_during_multi_aborts_exec(srv: ServerProcess, admin: socket.socket) -> None:
+    """A transaction queued under the limit, then maxmemory lowered by another client: EXEC
+    is refused with EXECABORT ... OOM, as in Redis, and nothing of it runs."""
+    client = connect(srv.port)
+    assert call(client, "MULTI") == b"OK"
+    assert call(client, "XADD", "s", "1-1", "f", "v") == b"QUEUED"
+    assert call(client, "XLEN", "s") == b"QUEUED"
+    assert call(admin, "CONFIG", "SET", "maxmemory", "1") == b"OK"
+    reply = call(client, "EXEC")
+    assert isinstance(reply, hiredis.ReplyError)
+    assert err(reply) == "EXECABORT Transaction discarded because of: " + OOM
+    assert call(admin, "CONFIG", "SET", "maxmemory", "0") == b"OK"
+    assert call(client, "XLEN", "s") == 0
 
 
 def test_maxmemory_keeps_the_process_alive(srv: ServerProcess, admin: socket.socket) -> None:

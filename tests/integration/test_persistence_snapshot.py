@@ -11,6 +11,8 @@ import pytest
 import redis
 
 from tests.helpers import ServerProcess, redis_server_path
+from tests.integration.ops_helpers import call
+from tests.integration.ops_helpers import connect as raw_connect
 from tests.integration.test_persistence_support import (
     History,
     children,
@@ -190,6 +192,10 @@ def test_failed_bgsave_refuses_writes_until_a_save_works(tmp_path) -> None:
         r = connect(proc)
         r.set("a", "1")
         r.set("b", "2")
+        queued = raw_connect(proc.port)
+        assert call(queued, "MULTI") == b"OK"
+        assert call(queued, "SET", "c", "3") == b"QUEUED"
+        assert call(queued, "GET", "a") == b"QUEUED"
         r.bgsave()
         wait_for(lambda: children(proc.proc.pid), what="the BGSAVE child")
         os.kill(children(proc.proc.pid)[0], 9)
@@ -199,6 +205,18 @@ def test_failed_bgsave_refuses_writes_until_a_save_works(tmp_path) -> None:
                            "snapshots, but it's currently unable to persist to disk"):
             r.set("c", "3")
         assert r.get("a") == b"1"  # reads still work
+        # A transaction with a write, queued before the failure, is refused whole at EXEC;
+        # one of reads runs.
+        assert str(call(queued, "EXEC")).startswith(
+            "EXECABORT Transaction discarded because of: MISCONF Redis is configured to save "
+            "RDB snapshots")
+        assert call(queued, "MULTI") == b"OK"
+        assert str(call(queued, "SET", "c", "3")).startswith("MISCONF")  # refused when queued
+        assert call(queued, "DISCARD") == b"OK"
+        assert call(queued, "MULTI") == b"OK"
+        assert call(queued, "GET", "a") == b"QUEUED"
+        assert call(queued, "EXEC") == [b"1"]
+        assert r.get("c") is None
         r.config_set("rdb-key-save-delay", "0")
         assert r.save()
         assert r.set("c", "3")
