@@ -211,9 +211,15 @@ class Server:
     def signal_modified_key(self, db: Database, key: bytes) -> None:
         """A key changed: invalidate WATCHes on it (touchWatchedKey)."""
         if self.watched_keys:
-            watchers = self.watched_keys.get((db.id, key))
+            ref = (db.id, key)
+            watchers = self.watched_keys.get(ref)
             if watchers:
                 for client in watchers:
+                    if ref in client.watched_stale:
+                        # Expired at WATCH: its deletion changes nothing (touchWatchedKey).
+                        if key not in db.data:
+                            client.watched_stale.discard(ref)
+                        continue
                     client.cas_dirty = True
 
     def signal_key_as_ready(self, db: Database, key: bytes) -> None:
@@ -355,6 +361,7 @@ class Server:
                 if not watchers:
                     del self.watched_keys[ref]
         client.watched = []
+        client.watched_stale.clear()
         client.cas_dirty = False
 
     # -- cron ---------------------------------------------------------------------------------

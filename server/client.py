@@ -28,7 +28,8 @@ class Client:
     __slots__ = (
         "id", "server", "sink", "addr", "laddr", "name", "lib_name", "lib_ver", "db", "protocol",
         "authenticated", "created", "last_interaction", "last_cmd", "multi", "multi_error",
-        "watched", "cas_dirty", "in_exec", "blocked", "out", "close_after_reply", "closed",
+        "watched", "watched_stale", "cas_dirty", "in_exec", "blocked", "out",
+        "close_after_reply", "closed",
         "monitor", "no_evict", "no_touch", "pending_write", "argv_bytes", "user",
         "obl_soft_since", "pending_cmds", "aof_woff", "block_exec_us",
     )
@@ -54,6 +55,10 @@ class Client:
         self.multi: list[list[bytes]] | None = None  # queued commands while in MULTI
         self.multi_error = False  # a queued command was rejected: EXEC answers EXECABORT
         self.watched: list[tuple[int, bytes]] = []
+        # The watched keys that had expired (but were still stored) at WATCH, or that a SWAPDB
+        # replaced with an expired key (watchedKey.expired): for the transaction they do
+        # not exist, so their deletion is no change.
+        self.watched_stale: set[tuple[int, bytes]] = set()
         self.cas_dirty = False  # a WATCHed key was touched
         self.in_exec = False
         self.blocked: BlockState | None = None

@@ -156,6 +156,11 @@ class Database:
         return len(self.data)
 
     # -- lookups with lazy expiry -------------------------------------------------------------
+    def is_stale(self, key: bytes) -> bool:
+        """keyIsExpired: the key's time has passed (it may still be stored, not yet deleted)."""
+        when = self.expires.get(key)
+        return when is not None and when <= self.clock()
+
     def expire_if_needed(self, key: bytes) -> bool:
         """Delete key if its time has passed; True when it was expired (or its time passed
         while expiry is paused: it is then kept)."""

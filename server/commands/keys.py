@@ -293,16 +293,31 @@ def _flush_mode(argv: list[bytes]) -> None:
 
 def touch_watched_in_db(client: Client, db: Database, replaced_with: Database | None) -> None:
     """touchAllWatchedKeysInDb: before db is emptied (or swapped with replaced_with), WATCHes
-    on its keys that exist there (or will exist after the swap) become dirty."""
+    on its keys that exist there (or will exist after the swap) become dirty, except where
+    an expired key goes or comes: one that does not exist for the transaction."""
     server = client.server
     if not server.watched_keys:
         return
-    for (db_id, key), watchers in server.watched_keys.items():
-        if db_id != db.id:
+    for ref, watchers in server.watched_keys.items():
+        if ref[0] != db.id:
             continue
-        if key in db.data or (replaced_with is not None and key in replaced_with.data):
-            for watcher in watchers:
-                watcher.cas_dirty = True
+        key = ref[1]
+        in_emptied = key in db.data
+        in_replacement = replaced_with is not None and key in replaced_with.data
+        if not (in_emptied or in_replacement):
+            continue
+        comes_expired = in_replacement and replaced_with.is_stale(key)  # type: ignore[union-attr]
+        for watcher in watchers:
+            if ref in watcher.watched_stale:
+                if not in_replacement:
+                    watcher.watched_stale.discard(ref)  # the expired key is gone: no change
+                    continue
+                if comes_expired:
+                    continue  # expired before, expired after
+            elif not in_emptied and comes_expired:
+                watcher.watched_stale.add(ref)  # nothing before, an expired key after
+                continue
+            watcher.cas_dirty = True
 
 
 def _signal_blocked_keys(client: Client, db: Database) -> None:

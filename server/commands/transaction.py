@@ -12,13 +12,16 @@ _CAT = "@fast @transaction"
 _EXECABORT = "EXECABORT Transaction discarded because of previous errors."
 
 
-def _expire_watched(client: Client) -> None:
-    """Expiring a key signals it as modified, which marks its watchers dirty."""
+def _watched_key_expired(client: Client) -> bool:
+    """isWatchedKeyExpired: a watched key that existed at WATCH has expired since (deleted
+    or not yet): that is a change. (Keys already expired at WATCH are not looked at.)"""
     dbs = client.server.dbs
-    for db_id, key in list(client.watched):
-        db = dbs[db_id]
-        if db.expires:
-            db.expire_if_needed(key)
+    stale = client.watched_stale
+    for ref in client.watched:
+        db = dbs[ref[0]]
+        if db.expires and ref not in stale and db.is_stale(ref[1]):
+            return True
+    return False
 
 
 @command("multi", 1, "noscript loading stale fast allow-busy", categories=_CAT,
@@ -49,8 +52,7 @@ def exec_(client: Client, argv: list[bytes]) -> object:
         raise CommandError("ERR EXEC without MULTI")
     queued = client.multi
     aborted = client.multi_error
-    _expire_watched(client)  # a watched key whose time ran out since WATCH aborts too
-    dirty = client.cas_dirty
+    dirty = client.cas_dirty or _watched_key_expired(client)
     client.multi_error = False
     server = client.server
     server.unwatch_all(client)
@@ -100,10 +102,10 @@ def watch(client: Client, argv: list[bytes]) -> object:
         ref = (db.id, key)
         if ref in client.watched:
             continue
-        # A key already past its time is gone for WATCH's purpose: delete it now, so that
-        # its (earlier) expiry does not count as a change made after the WATCH.
-        if db.expires:
-            db.expire_if_needed(key)
+        # A key already past its time does not exist for the transaction: its deletion
+        # (by expiry) will be no change (watchedKey.expired).
+        if db.expires and db.is_stale(key):
+            client.watched_stale.add(ref)
         client.watched.append(ref)
         server.watched_keys.setdefault(ref, set()).add(client)
     return OK

@@ -235,6 +235,78 @@ def test_swapdb_touches_watched_keys(c: Conn, other: Conn) -> None:
     assert c.call("EXEC") == b"*-1\r\n"
 
 
+@pytest.fixture
+def no_active_expiry(c: Conn) -> Iterator[None]:
+    """Keys whose time passed stay stored until something looks them up."""
+    assert c.call("DEBUG", "SET-ACTIVE-EXPIRE", "0") == OK
+    yield
+    c.call("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+
+
+def _stale(conn: Conn, key: str, value: str = "v") -> None:
+    """key stored with a time that has already passed (1 ms, then a wait)."""
+    assert conn.call("SET", key, value, "PX", "1") == OK
+    time.sleep(0.01)
+
+
+def _exec_ping(c: Conn) -> bytes:
+    assert c.call("MULTI") == OK
+    assert c.call("PING") == QUEUED
+    return c.call("EXEC")
+
+
+def test_watching_an_expired_key_changes_nothing(c: Conn, other: Conn,
+                                                 no_active_expiry: None) -> None:
+    _stale(c, "x")
+    assert c.call("WATCH", "x") == OK
+    assert c.call("DBSIZE") == b":1\r\n"  # WATCH does not delete it
+    assert other.call("GET", "x") == b"$-1\r\n"  # (this does: no change for the watcher)
+    assert _exec_ping(c) == b"*1\r\n+PONG\r\n"
+    # Recreated after WATCH: a change.
+    _stale(c, "y")
+    c.call("WATCH", "y")
+    other.call("SET", "y", "new")
+    assert _exec_ping(c) == b"*-1\r\n"
+
+
+def test_a_watched_key_that_expires_before_exec_aborts_it(c: Conn,
+                                                          no_active_expiry: None) -> None:
+    assert c.call("SET", "x", "v", "PX", "50") == OK
+    c.call("WATCH", "x")
+    time.sleep(0.1)
+    assert c.call("DBSIZE") == b":1\r\n"
+    assert _exec_ping(c) == b"*-1\r\n"
+
+
+def test_swapdb_bringing_or_taking_expired_keys_changes_nothing(
+        c: Conn, other: Conn, no_active_expiry: None) -> None:
+    # Nothing in db 1, an expired x in db 0: the swap replaces nothing with nothing.
+    _stale(other, "x")
+    c.call("SELECT", "1")
+    c.call("WATCH", "x")
+    other.call("SWAPDB", "0", "1")
+    assert _exec_ping(c) == b"*1\r\n+PONG\r\n"
+    # Expired keys on both sides.
+    other.call("FLUSHALL")
+    other.call("SELECT", "1")
+    _stale(other, "x", "in1")
+    other.call("SELECT", "0")
+    _stale(other, "x", "in0")
+    c.call("WATCH", "x")
+    other.call("SWAPDB", "0", "1")
+    assert _exec_ping(c) == b"*1\r\n+PONG\r\n"
+    # An expired key replaced with a live one is a change.
+    other.call("FLUSHALL")
+    other.call("SELECT", "1")
+    _stale(other, "x")
+    other.call("SELECT", "0")
+    other.call("SET", "x", "live")
+    c.call("WATCH", "x")
+    other.call("SWAPDB", "0", "1")
+    assert _exec_ping(c) == b"*-1\r\n"
+    c.call("SELECT", "0")
+
+
 def test_expire_and_persist_count_as_changes(c: Conn, other: Conn) -> None:
     c.call("SET", "k", "v")
     c.call("WATCH", "k")
