@@ -245,9 +245,11 @@ class Server:
                 for client in watchers:
                     client.cas_dirty = True
 
-    def propagate(self, db: Database, argv: list[bytes]) -> None:
-        """Record a write's effect (for the AOF); argv is the command that reproduces it."""
-        self.dirty += 1
+    def propagate(self, db: Database, argv: list[bytes], changes: int = 1) -> None:
+        """Record a write's effect (for the AOF); argv is the command that reproduces it.
+        ``changes`` is what it adds to the dirty counter (rdb_changes_since_last_save), which
+        Redis counts per command: per entry deleted or acknowledged for some."""
+        self.dirty += changes
         for hook in self.propagate_hooks:
             hook(db.id, argv)
 

@@ -216,7 +216,7 @@ def xack(client: Client, argv: list[bytes]) -> object:
     ids = [parse_strict_id(arg) for arg in argv[3:]]  # all or nothing
     acked = group.ack(stream, ids)
     if acked:
-        client.server.propagate(client.db, list(argv))
+        client.server.propagate(client.db, list(argv), acked)
     return acked
 
 

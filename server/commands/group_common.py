@@ -57,7 +57,7 @@ def get_consumer(client: Client, key: bytes, group: ConsumerGroup, name: bytes,
 
 
 def propagate_xclaim(client: Client, key: bytes, group: ConsumerGroup, entry_id: StreamID,
-                     nack: NACK) -> None:
+                     nack: NACK, changes: int = 1) -> None:
     """The effect of one delivery or claim, replayable as it is:
     XCLAIM key group consumer 0 id TIME t RETRYCOUNT n FORCE JUSTID LASTID last-id."""
     owner = nack.consumer
@@ -66,7 +66,7 @@ def propagate_xclaim(client: Client, key: bytes, group: ConsumerGroup, entry_id:
         b"XCLAIM", key, group.name, owner.name, b"0", format_id(entry_id),
         b"TIME", b"%d" % nack.delivery_time, b"RETRYCOUNT", b"%d" % nack.delivery_count,
         b"FORCE", b"JUSTID", b"LASTID", format_id(group.last_id),
-    ])
+    ], changes)
 
 
 def propagate_new_deliveries(client: Client, key: bytes, group: ConsumerGroup,
@@ -80,15 +80,16 @@ def propagate_new_deliveries(client: Client, key: bytes, group: ConsumerGroup,
     t = b"%d" % now
     for fid in fids:
         server.propagate(db, [*head, fid, b"TIME", t, b"RETRYCOUNT", b"1", b"FORCE",
-                              b"JUSTID", b"LASTID", fid])
+                              b"JUSTID", b"LASTID", fid], 0)  # (XREADGROUP counts one)
 
 
-def propagate_group_id(client: Client, key: bytes, group: ConsumerGroup) -> None:
+def propagate_group_id(client: Client, key: bytes, group: ConsumerGroup,
+                       changes: int = 1) -> None:
     """XGROUP SETID key group last-id ENTRIESREAD n: the group's position and counter."""
     client.server.propagate(client.db, [
         b"XGROUP", b"SETID", key, group.name, format_id(group.last_id),
         b"ENTRIESREAD", format_counter(group.entries_read),
-    ])
+    ], changes)
 
 
 def propagate_consumer_creation(client: Client, key: bytes, group: ConsumerGroup,

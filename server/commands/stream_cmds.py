@@ -185,7 +185,7 @@ def xdel(client: Client, argv: list[bytes]) -> object:
             deleted += 1
     if deleted:
         client.server.signal_modified_key(client.db, key)
-        client.server.propagate(client.db, list(argv))
+        client.server.propagate(client.db, list(argv), deleted)
     return deleted
 
 
@@ -218,7 +218,8 @@ def xtrim(client: Client, argv: list[bytes]) -> object:
     removed = apply_trim(stream, args)
     if removed:
         client.server.signal_modified_key(client.db, key)
-        client.server.propagate(client.db, [b"XTRIM", key, *trim_effect_args(stream, args)])
+        client.server.propagate(client.db, [b"XTRIM", key, *trim_effect_args(stream, args)],
+                                removed)
     return removed
 
 

@@ -172,9 +172,11 @@ def xreadgroup(client: Client, argv: list[bytes]) -> object:
                                  for eid, fields in history]))
             # Redis logs nothing for a history read, so a replayed AOF would show these
             # entries one delivery behind; logging the new delivery data keeps it exact.
+            # (Not a change for the dirty counter, as in Redis.)
             for eid, fields in history:
                 if fields is not None:
-                    propagate_xclaim(client, key, group, eid, group.pel.find(id_to_key(eid)))
+                    propagate_xclaim(client, key, group, eid, group.pel.find(id_to_key(eid)),
+                                     changes=0)
             continue
         new = _has_new(stream, group)
         if not new and not (claim and _claimable(group, now, min_idle)):
@@ -184,10 +186,12 @@ def xreadgroup(client: Client, argv: list[bytes]) -> object:
             for eid, fields, idle, before, nack in group.claim_idle(
                     stream, consumer, now, min_idle, count):
                 entries.append([format_id(eid), fields, idle, before])
-                propagate_xclaim(client, key, group, eid, nack)
+                propagate_xclaim(client, key, group, eid, nack, changes=0)
         if new and (not count or len(entries) < count):
             entries.extend(_deliver_new(client, key, stream, group, consumer, now,
                                         count - len(entries) if count else 0, opts.noack, claim))
+        if entries:
+            client.server.dirty += 1  # one change per stream served, however many entries
         served.append((key, entries))
     if served:
         return stream_map_reply(client, served)
@@ -218,7 +222,7 @@ def _deliver_new(client: Client, key: bytes, stream: Stream, group: ConsumerGrou
         out = [[fid, fields] for fid, (_, fields) in zip(fids, entries, strict=True)]
     if not noack:
         propagate_new_deliveries(client, key, group, consumer, fids, now)
-    propagate_group_id(client, key, group)
+    propagate_group_id(client, key, group, changes=0)
     return out
 
 
