@@ -439,9 +439,10 @@ class ConsumerGroup:
         """XAUTOCLAIM: ``(cursor, claimed, deleted)``, see consumer_group_claim.autoclaim."""
         return _claim.autoclaim(self, s, consumer, now, min_idle, start, count, justid)
 
-    def oldest_delivery_time(self) -> int | None:
-        """Delivery time of the longest-idle pending entry, None if none."""
-        return _claim.oldest_delivery_time(self)
+    def oldest_delivery_time(self, s: Stream | None = None) -> int | None:
+        """Delivery time of the longest-idle pending entry (with ``s``: of those still in
+        the stream), None if none."""
+        return _claim.oldest_delivery_time(self, s)
 
     def claim_idle(
         self, s: Stream, consumer: Consumer, now: int, min_idle: int, limit: int = 0

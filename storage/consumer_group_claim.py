@@ -125,10 +125,17 @@ def autoclaim(
     return cursor, claimed, deleted
 
 
-def oldest_delivery_time(group: ConsumerGroup) -> int | None:
-    """Delivery time of the longest-idle pending entry, None if none."""
-    first = group.pel_by_time.first()
-    return None if first is None else _cg._TIME.unpack_from(first[0])[0]
+def oldest_delivery_time(group: ConsumerGroup, s: Stream | None = None) -> int | None:
+    """Delivery time of the longest-idle pending entry, None if none. With ``s``, of the
+    longest-idle one still in the stream: what XREADGROUP CLAIM could take (it passes over
+    entries deleted or trimmed away, which stay pending)."""
+    if s is None:
+        first = group.pel_by_time.first()
+        return None if first is None else _cg._TIME.unpack_from(first[0])[0]
+    for tkey in group.pel_by_time:
+        if s.get(key_to_id(tkey[8:])) is not None:
+            return _cg._TIME.unpack_from(tkey)[0]
+    return None
 
 
 def claim_idle(

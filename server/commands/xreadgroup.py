@@ -143,8 +143,8 @@ def _has_new(stream: Stream, group: ConsumerGroup) -> bool:
     return top is not None and top > group.last_id
 
 
-def _claimable(group: ConsumerGroup, now: int, min_idle: int) -> bool:
-    oldest = group.oldest_delivery_time()
+def _claimable(stream: Stream, group: ConsumerGroup, now: int, min_idle: int) -> bool:
+    oldest = group.oldest_delivery_time(stream)
     return oldest is not None and now - oldest >= min_idle
 
 
@@ -179,7 +179,7 @@ def xreadgroup(client: Client, argv: list[bytes]) -> object:
                                      changes=0)
             continue
         new = _has_new(stream, group)
-        if not new and not (claim and _claimable(group, now, min_idle)):
+        if not new and not (claim and _claimable(stream, group, now, min_idle)):
             continue
         entries: list[list[object]] = []
         if claim:
@@ -238,7 +238,7 @@ def _wake_when_claimable(client: Client, keys: list[bytes],
     min-idle-time (trackStreamClaimTimeouts): signal its keys then. With nothing pending,
     look again every min-idle-time (at least every 100 ms): entries may become pending
     without its keys being signalled (another client's XCLAIM FORCE)."""
-    oldest = [g.oldest_delivery_time() for _, g, gt in targets if gt == _NEW]
+    oldest = [g.oldest_delivery_time(s) for s, g, gt in targets if gt == _NEW]
     known = [t for t in oldest if t is not None]
     if known:
         delay = max(min(known) + min_idle - now, 1)

@@ -435,3 +435,25 @@ def test_claim_with_block_times_out(r):
     setup_stream(r, "s", 1)
     xrg(r, "GROUP", "g", "c", "STREAMS", "s", ">")
     assert xrg(r, "GROUP", "g", "c", "BLOCK", "50", "CLAIM", "100000", "STREAMS", "s", ">") is None
+
+
+@redis8
+def test_claim_passes_over_pending_entries_trimmed_away(r):
+    """Pending entries whose stream entries are gone cannot be returned: with nothing else
+    to serve the reply is nil (never an empty list for the stream), and a BLOCK waits its
+    time out instead of answering at once. The entries stay pending."""
+    setup_stream(r, "s", 1, 2, 3)
+    xrg(r, "GROUP", "g", "c1", "STREAMS", "s", ">")
+    r.execute_command("XTRIM", "s", "MAXLEN", "0")
+    time.sleep(0.1)
+    assert xrg(r, "GROUP", "g", "c2", "CLAIM", "50", "STREAMS", "s", ">") is None
+    start = time.monotonic()
+    assert xrg(r, "GROUP", "g", "c2", "BLOCK", "200", "CLAIM", "50", "STREAMS", "s", ">") is None
+    assert time.monotonic() - start >= 0.19
+    assert r.execute_command("XPENDING", "s", "g")[0] == 3
+    # A live entry after them is still claimed once idle enough.
+    r.execute_command("XADD", "s", "4-0", "f", "v4")
+    xrg(r, "GROUP", "g", "c1", "STREAMS", "s", ">")
+    time.sleep(0.1)
+    got = entries(xrg(r, "GROUP", "g", "c2", "CLAIM", "50", "STREAMS", "s", ">"))
+    assert [(e[0], e[3]) for e in got] == [(b"4-0", 1)]
