@@ -31,6 +31,7 @@ ERR_UNBALANCED = (
 )
 ERR_GROUP_ONLY = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
 ERR_NOACK_ONLY = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
+ERR_CLAIM_ONLY = "ERR The CLAIM option is only supported by XREADGROUP. You called XREAD instead."
 ERR_GT_ID = (
     "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> "
     "<consumer> option."
@@ -60,6 +61,8 @@ def _parse_options(argv: list[bytes]) -> tuple[int, int, int]:
             raise CommandError(ERR_GROUP_ONLY)
         elif opt == b"noack":
             raise CommandError(ERR_NOACK_ONLY)
+        elif opt == b"claim" and more:  # (Redis 8.4's XREADGROUP option)
+            raise CommandError(ERR_CLAIM_ONLY)
         else:
             raise CommandError(SYNTAX)
         i += 1

@@ -107,6 +107,15 @@ def test_xread_errors(data: redis.Redis, args: tuple[str, ...], message: str) ->
 
 
 @redis8
+def test_xread_claim_belongs_to_xreadgroup(data: redis.Redis) -> None:
+    assert error_of(data, "XREAD", "COUNT", "2", "CLAIM", "10", "STREAMS", "a", "0-0") == (
+        "The CLAIM option is only supported by XREADGROUP. You called XREAD instead.")
+    assert error_of(data, "XREAD", "STREAMS", "a", "0", "CLAIM") == (
+        "Unbalanced 'xread' list of streams: for each stream key an ID, '+', or '$' must be "
+        "specified.")
+
+
+@redis8
 def test_xread_unbalanced(data: redis.Redis) -> None:
     message = ("Unbalanced 'xread' list of streams: for each stream key an ID, '+', or '$' "
                "must be specified.")
