@@ -176,7 +176,8 @@ def _expire_generic(client: Client, argv: list[bytes], base_ms: int, unit_ms: in
     if gt and lt:
         raise CommandError("ERR GT and LT options at the same time are not compatible")
     invalid = CommandError(f"ERR invalid expire time in '{name}' command")
-    if unit_ms == 1000 and (when > INT64_MAX // 1000 or when < INT64_MIN // 1000):
+    # (LLONG_MIN / 1000 in C rounds toward zero; Python's // would floor.)
+    if unit_ms == 1000 and (when > INT64_MAX // 1000 or when < -(-INT64_MIN // 1000)):
         raise invalid
     when *= unit_ms
     if when > INT64_MAX - base_ms:

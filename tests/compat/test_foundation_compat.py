@@ -180,6 +180,9 @@ SCRIPTS: dict[str, list[tuple[str, ...]]] = {
         ("TTL", "k"), ("EXPIRE", "k", "10", "NX", "XX"), ("EXPIRE", "k", "10", "GT", "LT"),
         ("EXPIRE", "k", "10", "NX", "GT"), ("EXPIRE", "k", "10", "BOGUS"), ("EXPIRE", "k", "x"),
         ("EXPIRE", "k", "9223372036854775807"), ("PEXPIRE", "k", "9223372036854775807"),
+        # The seconds to milliseconds overflow checks, at their edges (C division).
+        ("EXPIRE", "k", "-9223372036854776"), ("EXPIRE", "k", "-9999999999999999"),
+        ("EXPIRE", "k", "9223372036854776"), ("EXPIRE", "k", "9223370399119966"), ("TTL", "k"),
         ("EXPIREAT", "k", "9223372036854775807"), ("PEXPIREAT", "k", "9223372036854775807"),
         ("EXPIRE", "k", "92233720368547758"), ("PERSIST", "k"), ("PERSIST", "k"), ("TTL", "k"),
         ("EXPIRETIME", "k"), ("PEXPIRETIME", "nope"), ("EXPIREAT", "k", "4102444800"),
