@@ -9,7 +9,7 @@ import os
 import re
 import time
 
-from protocol.encoder import OK, Verbatim
+from protocol.encoder import OK, SimpleString, Verbatim
 from server import command_stats
 from server.blocking import BlockRequest
 from server.client import Client
@@ -23,6 +23,7 @@ from server.errors import SYNTAX, CommandError
 from server.info import render_info
 from server.parsing import eq, parse_int
 from server.persistence.aof_wait import AOF_OFF_TEXT
+from storage.digest import dataset_digest, value_digest
 
 _ADMIN = "@admin @slow @dangerous"
 
@@ -235,11 +236,19 @@ def debug(client: Client, argv: list[bytes]) -> object:
         for db in client.server.dbs:
             db.active_expire_enabled = enabled
         return OK
+    if sub == b"digest" and len(argv) == 2:
+        return SimpleString(dataset_digest(client.server.dbs))
+    if sub == b"digest-value":
+        return [SimpleString(value_digest(client.db, key)) for key in argv[2:]]
     handler = client.server.debug_handlers.get(sub.decode(errors="replace"))
     if handler is not None:  # DEBUG RELOAD & co, registered by persistence
         return handler(client, argv)
     if sub == b"help" and len(argv) == 2:
         return help_reply("DEBUG", [
+            "DIGEST",
+            "    Output a hex signature representing the current DB content.",
+            "DIGEST-VALUE <key> [<key> ...]",
+            "    Output a hex signature of the values of all the specified keys.",
             "RELOAD",
             "    Save the dataset to disk, flush it and load it back.",
             "SET-ACTIVE-EXPIRE <0|1>",
