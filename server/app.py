@@ -416,7 +416,9 @@ class Server:
 
     # -- start and stop -----------------------------------------------------------------------
     async def listen(self) -> None:
-        from server.connection import Connection
+        from server.connection import Connection, set_keepalive
+
+        self.config.on_change("tcp-keepalive", self._set_listeners_keepalive)
 
         port = self.config["port"]
         for address in self.config["bind"]:
@@ -432,8 +434,17 @@ class Server:
                 raise OSError(exc.errno, f"Could not create server TCP listening socket "
                                          f"{host}:{port}: {exc.strerror}") from exc
             self.listeners.append(listener)
+            for sock in listener.sockets:
+                set_keepalive(sock, self.config["tcp-keepalive"])
             if port == 0:
                 self.tcp_port = listener.sockets[0].getsockname()[1]
+
+    def _set_listeners_keepalive(self, interval: int) -> None:
+        from server.connection import set_keepalive
+
+        for listener in self.listeners:
+            for sock in listener.sockets:
+                set_keepalive(sock, interval)
 
     async def serve(self) -> None:
         self.loop = asyncio.get_running_loop()

@@ -7,7 +7,7 @@ import os
 import resource
 import socket
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from protocol.encoder import encode
 from protocol.reader import ProtocolError, make_reader
@@ -109,7 +109,6 @@ class Connection(asyncio.Protocol):
         client = server.new_client(self, _format_addr(peer), _format_addr(sock))
         self.client = client
         self.reader.unauthenticated = not client.authenticated
-        _set_keepalive(transport, config["tcp-keepalive"])
         if server.log.level <= 1:  # verbose
             server.log.verbose(f"Accepted {client.addr}")
 
@@ -343,29 +342,21 @@ def adjust_open_files_limit(server: Server) -> None:
     server.config.set_from_text("maxclients", str(reduced))
 
 
-def _set_keepalive(transport: asyncio.BaseTransport, interval: int) -> None:
-    """tcp-keepalive: probe an idle peer after `interval` seconds, as anetKeepAlive does."""
-    if not interval:
+def set_keepalive(sock: Any, interval: int) -> None:
+    """tcp-keepalive as anetKeepAlive sets it: probe an idle peer after `interval` seconds
+    (0: no probes). Set on the listening sockets, whose options Linux copies into every
+    socket it accepts (the keep-alive timer included), so a connection costs no syscalls for
+    it; CONFIG SET changes it for the connections accepted from then on, as in Redis."""
+    if sock.family not in (socket.AF_INET, socket.AF_INET6):
         return
-    transport_sock = transport.get_extra_info("socket")
-    if transport_sock is None:
-        return
-    family = transport_sock.family
-    if family not in (socket.AF_INET, socket.AF_INET6):
-        return
-    # uvloop's socket wrapper builds (and probes) a socket.socket for each setsockopt call;
-    # one built here serves all four (11.5 -> 6 us of Python per connection here).
-    sock = socket.socket(family, socket.SOCK_STREAM, 0, transport_sock.fileno())
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-        if hasattr(socket, "TCP_KEEPIDLE"):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1 if interval else 0)
+        if interval and hasattr(socket, "TCP_KEEPIDLE"):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, interval)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, max(1, interval // 3))
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)
     except OSError:
         pass
-    finally:
-        sock.detach()  # the descriptor stays the transport's
 
 
 def _discard(data: bytearray) -> None:

@@ -75,7 +75,8 @@ def _server_side_timers(port: int) -> list[str]:
 @pytest.mark.skipif(shutil.which("ss") is None, reason="needs ss (iproute2)")
 def test_tcp_keepalive_on_accepted_connections(c: Conn, srv: ServerProcess) -> None:
     """tcp-keepalive (300 by default) arms the kernel's keep-alive timer on each accepted
-    socket, as anetKeepAlive does; 0 leaves new connections without it."""
+    socket, as anetKeepAlive does; 0 leaves new connections without it. (xstreamd sets it
+    on the listening sockets, which the accepted ones inherit.)"""
     c.call("PING")
     timers = _server_side_timers(srv.port)
     assert timers and all(timer.startswith("(keepalive,") for timer in timers)
@@ -86,6 +87,13 @@ def test_tcp_keepalive_on_accepted_connections(c: Conn, srv: ServerProcess) -> N
         assert len(_server_side_timers(srv.port)) == len(timers) + 1
         assert "" in _server_side_timers(srv.port)  # the new one has no timer
         other.close()
+        # A new interval applies to the connections accepted from then on.
+        assert c.call("CONFIG", "SET", "tcp-keepalive", "60") == b"+OK\r\n"
+        third = Conn(srv)
+        third.call("PING")
+        assert any(timer.startswith(("(keepalive,59sec", "(keepalive,1min,"))
+                   for timer in _server_side_timers(srv.port))
+        third.close()
     finally:
         c.call("CONFIG", "SET", "tcp-keepalive", "300")
 
