@@ -16,7 +16,7 @@ from protocol.encoder import encode_into
 from server import command_stats
 from server.acl_log import AclLog
 from server.blocking import POSTPONE, Blocking, BlockRequest, timeout_reply
-from server.client import Client
+from server.client import REPLY_MUTED, Client
 from server.config import Config
 from server.dispatch import CommandSpec, all_specs, commands_processed, lookup, run_commands
 from server.errors import OOM_TEXT
@@ -126,6 +126,8 @@ class Server:
 
     # -- output -------------------------------------------------------------------------------
     def write_reply(self, client: Client, value: Any) -> None:
+        if client.reply_flags & REPLY_MUTED:  # CLIENT REPLY OFF / SKIP
+            return
         encode_into(client.out, value, client.protocol)
         if not client.pending_write:
             self.queue_write(client)

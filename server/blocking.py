@@ -145,6 +145,8 @@ class Blocking:
         client.blocked = None
         self.blocked_clients -= 1
         client.reply(reply)
+        if client.reply_flags:
+            client.command_done()
         self.server.resume_client(client)
 
     def remove_client(self, client: Client) -> None:
@@ -234,6 +236,8 @@ class Blocking:
         client.block_exec_us = 0
         self.blocked_clients -= 1
         client.reply(reply)
+        if client.reply_flags:
+            client.command_done()
         self.server.resume_client(client)
 
     def keys_on_nokey(self) -> int:

@@ -11,6 +11,13 @@ if TYPE_CHECKING:
     from storage.keyspace import Database
 
 
+# Client.reply_flags (CLIENT REPLY ON | OFF | SKIP).
+REPLY_OFF = 1
+REPLY_SKIP = 2
+REPLY_SKIP_NEXT = 4
+REPLY_MUTED = REPLY_OFF | REPLY_SKIP  # no reply reaches the client while one of these is set
+
+
 class ClientSink(Protocol):
     """What a client needs from its connection: flushing output and closing."""
 
@@ -28,7 +35,7 @@ class Client:
     __slots__ = (
         "id", "server", "sink", "addr", "laddr", "name", "lib_name", "lib_ver", "db", "protocol",
         "authenticated", "created", "last_interaction", "last_cmd", "multi", "multi_error",
-        "watched", "watched_stale", "cas_dirty", "in_exec", "blocked", "out",
+        "watched", "watched_stale", "cas_dirty", "reply_flags", "in_exec", "blocked", "out",
         "close_after_reply", "closed",
         "monitor", "no_evict", "no_touch", "pending_write", "argv_bytes", "user",
         "obl_soft_since", "pending_cmds", "aof_woff", "block_exec_us",
@@ -67,6 +74,9 @@ class Client:
         self.out: list[bytes] = []  # encoded replies not written yet (protocol.encoder)
         self.pending_write = False
         self.close_after_reply = False
+        # CLIENT REPLY: REPLY_OFF, REPLY_SKIP (this command's reply is dropped), REPLY_SKIP_NEXT
+        # (the next one's is); 0 normally, so the hot path tests one int.
+        self.reply_flags = 0
         self.closed = False
         self.monitor = False
         self.no_evict = False
@@ -75,6 +85,12 @@ class Client:
         self.obl_soft_since = 0.0
         self.pending_cmds: list[list[bytes]] = []
         self.aof_woff = 0  # the AOF write pass that carried its last write (WAITAOF)
+
+    def command_done(self) -> None:
+        """resetClient's part for CLIENT REPLY: a SKIP ends with its command, and one asked
+        for by CLIENT REPLY SKIP applies from the next command."""
+        flags = self.reply_flags
+        self.reply_flags = (flags & REPLY_OFF) | (REPLY_SKIP if flags & REPLY_SKIP_NEXT else 0)
 
     def reply(self, value: Any) -> None:
         """Encode a reply into the output buffer and queue the client for the next write pass."""

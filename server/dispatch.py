@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.encoder import BULK_HEADERS, CRLF, N_BULK_HEADERS, ErrorReply, Raw, encode_into
 from server import command_stats
 from server.blocking import POSTPONE, BlockRequest
+from server.client import REPLY_MUTED
 from server.errors import OOM_TEXT, CommandError, unknown_command, unknown_subcommand, wrong_arity
 
 if TYPE_CHECKING:
@@ -263,6 +264,10 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
                 if client.blocked is not None:
                     client.pending_cmds.extend(commands[done:])
                     break
+            elif client.reply_flags:  # CLIENT REPLY OFF or SKIP in force, or SKIP asked for
+                if not client.reply_flags & REPLY_MUTED:
+                    encode_into(client.out, reply, client.protocol)
+                client.command_done()
             elif type(reply) is bytes and len(reply) < N_BULK_HEADERS:
                 # A bulk string (XADD's ID, GET's value): encode_into's first case, uncalled.
                 client.out += (BULK_HEADERS[len(reply)], reply, CRLF)

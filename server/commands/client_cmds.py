@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 
 from protocol.encoder import OK, Verbatim
-from server.client import Client
-from server.dispatch import command, container
+from server.client import REPLY_OFF, REPLY_SKIP, REPLY_SKIP_NEXT, Client
+from server.dispatch import NO_REPLY, command, container
 from server.errors import SYNTAX, CommandError, client_text, subcommand_syntax_error
 from server.parsing import eq, parse_int
 
@@ -230,6 +230,26 @@ def client_no_touch(client: Client, argv: list[bytes]) -> object:
     return OK
 
 
+@command("client|reply", 3, "noscript loading stale", categories=_CAT, since="3.2.0",
+         summary="Instructs the server whether to reply to commands.", group="connection")
+def client_reply(client: Client, argv: list[bytes]) -> object:
+    """ON answers OK; OFF drops every reply from here on, itself included; SKIP drops the
+    next command's (and has none itself). The dropping is in dispatch.run_commands and
+    Server.write_reply; Client.command_done moves SKIP along."""
+    mode = argv[2].lower()
+    if mode == b"on":
+        client.reply_flags &= ~(REPLY_OFF | REPLY_SKIP)
+        return OK
+    if mode == b"off":
+        client.reply_flags |= REPLY_OFF
+        return NO_REPLY
+    if mode == b"skip":
+        if not client.reply_flags & REPLY_OFF:
+            client.reply_flags |= REPLY_SKIP_NEXT
+        return NO_REPLY
+    raise CommandError(SYNTAX)
+
+
 @command("client|unblock", -3, "admin noscript loading stale", categories=_ADMIN_CAT,
          since="5.0.0", summary="Unblocks a client blocked by a blocking command from a "
          "different connection.", group="connection")
@@ -314,6 +334,8 @@ def client_help(client: Client, argv: list[bytes]) -> object:
         "    Stop the current client pause, resuming traffic.",
         "PAUSE <timeout> [WRITE|ALL]",
         "    Suspend all, or just write, clients for <timeout> milliseconds.",
+        "REPLY (ON|OFF|SKIP)",
+        "    Control the replies sent to the current connection.",
         "SETNAME <name>",
         "    Assign the name <name> to the current connection.",
         "SETINFO <option> <value>",

@@ -78,6 +78,7 @@ DOCS: dict[str, Doc] = {
     "client|pause": Doc(
         _O1, "timeout:integer [mode{WRITE | ALL}@6.2.0]",
         history=(("6.2.0", "`CLIENT PAUSE WRITE` mode added along with the `mode` option."),)),
+    "client|reply": Doc(_O1, "action{ON | OFF | SKIP}"),
     "client|setinfo": Doc(_O1, "attr{LIB-NAME libname | LIB-VER libver}", tips=_ALL_NODES_OK),
     "client|setname": Doc(_O1, "connection-name", tips=_ALL_NODES_OK),
     "client|unblock": Doc(

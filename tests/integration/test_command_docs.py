@@ -279,6 +279,7 @@ def test_docs_in_resp2_are_flat(ours: ServerProcess) -> None:
 V7_RENAMES: dict[str, dict[tuple[str, str], str]] = {
     "acl|cat": {("categoryname", "string"): "category"},
     "client|unblock": {("timeout_error", "oneof"): "unblock-type"},
+    "client|reply": {("on_off_skip", "oneof"): "action"},
     "client|kill": {("ip:port", "string"): "old-format", ("normal_master_slave_pubsub", "TYPE"):
                     "client-type", ("ip:port", "ADDR"): "addr", ("ip:port", "LADDR"): "laddr"},
     "client|list": {("normal_master_replica_pubsub", "TYPE"): "client-type"},
