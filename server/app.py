@@ -90,7 +90,7 @@ class Server:
         self.loading = False
         self.persistence: Any = None  # server.persistence manager, when enabled
         self.debug_handlers: dict[str, Callable[[Client, list[bytes]], Any]] = {}
-        self.used_memory = 0  # RSS, refreshed by the cron; what maxmemory is checked against
+        self.used_memory = 0  # RSS, what maxmemory is checked against (_measure_memory)
         config.on_change("loglevel", self.log.set_level)
         # Read on every command: kept as attributes rather than looked up in the config.
         # slowlog-log-slower-than, with "never" (a negative value) as a duration no command
@@ -277,16 +277,23 @@ class Server:
         next command is checked against the new limit rather than the cron's last reading."""
         self.maxmemory = value
         if value:
-            from server.info import rss_bytes
-
-            self.used_memory = rss_bytes()
+            self._measure_memory(time.monotonic())
             if value < self.used_memory:
                 self.log.warning(
                     f"WARNING: the new maxmemory value set via CONFIG SET ({value}) is smaller "
                     f"than the current memory usage ({self.used_memory}). This will result in "
                     "key eviction and/or the inability to accept new write commands depending "
                     "on the maxmemory-policy.")
-            self.stats.note_over_maxmemory(self.over_maxmemory(), time.monotonic())
+
+    def _measure_memory(self, now: float) -> None:
+        """Read used_memory (the RSS), what maxmemory is checked against. It changes only
+        here, so here is where it crosses maxmemory. (As in Redis, whose check runs only
+        while maxmemory is set, a period above it that maxmemory 0 interrupts goes on
+        counting until a limit is set again.)"""
+        from server.info import rss_bytes
+
+        self.used_memory = rss_bytes()
+        self.stats.note_over_maxmemory(self.over_maxmemory(), now)
 
     def _set_slowlog_threshold(self, value: int) -> None:
         self.slowlog_min_us = value if value >= 0 else 1 << 64
@@ -393,14 +400,8 @@ class Server:
         try:
             self._active_expire_cycle()
             self.stats.sample(commands_processed())
-            if self.config["maxmemory"]:
-                from server.info import rss_bytes
-
-                self.used_memory = rss_bytes()
-                # used_memory changes only here, so here is where it crosses maxmemory. (As
-                # in Redis, whose check runs only while maxmemory is set, a period above it
-                # that maxmemory 0 interrupts goes on counting until a limit is set again.)
-                self.stats.note_over_maxmemory(self.over_maxmemory(), self.cached_monotonic)
+            if self.maxmemory:
+                self._measure_memory(self.cached_monotonic)
             idle_timeout = self.config["timeout"]
             if idle_timeout:
                 now = self.cached_monotonic
@@ -418,9 +419,7 @@ class Server:
 
     # -- start and stop -----------------------------------------------------------------------
     async def listen(self) -> None:
-        from server.connection import Connection, set_keepalive
-
-        self.config.on_change("tcp-keepalive", self._set_listeners_keepalive)
+        from server.connection import Connection
 
         port = self.config["port"]
         for address in self.config["bind"]:
@@ -436,12 +435,13 @@ class Server:
                 raise OSError(exc.errno, f"Could not create server TCP listening socket "
                                          f"{host}:{port}: {exc.strerror}") from exc
             self.listeners.append(listener)
-            for sock in listener.sockets:
-                set_keepalive(sock, self.config["tcp-keepalive"])
             if port == 0:
                 self.tcp_port = listener.sockets[0].getsockname()[1]
+        self._set_listeners_keepalive(self.config["tcp-keepalive"])
+        self.config.on_change("tcp-keepalive", self._set_listeners_keepalive)
 
     def _set_listeners_keepalive(self, interval: int) -> None:
+        """tcp-keepalive for the connections accepted from now on (see set_keepalive)."""
         from server.connection import set_keepalive
 
         for listener in self.listeners:
