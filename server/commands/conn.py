@@ -6,7 +6,7 @@ import hmac
 
 from protocol.encoder import OK, Raw, SimpleString
 from server.app import VERSION
-from server.client import Client
+from server.client import REPLY_OFF, REPLY_SKIP_NEXT, Client
 from server.commands.client_cmds import client_info_line, validate_name
 from server.dispatch import command
 from server.errors import DB_INDEX_OUT_OF_RANGE, SYNTAX, CommandError, client_text, wrong_arity
@@ -166,5 +166,7 @@ def reset(client: Client, argv: list[bytes]) -> object:
     client.name = b""
     client.no_evict = False
     client.no_touch = False
+    # CLIENT REPLY OFF ends (RESET's own reply is sent); a SKIP in force still drops it.
+    client.reply_flags &= ~(REPLY_OFF | REPLY_SKIP_NEXT)
     client.authenticated = not server.config["requirepass"]
     return SimpleString("RESET")

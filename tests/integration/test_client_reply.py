@@ -89,3 +89,15 @@ def test_errors(conn: ParsedConn) -> None:
     assert str(conn.call("CLIENT", "REPLY", "MAYBE")) == "ERR syntax error"
     assert str(conn.call("CLIENT", "REPLY")) == (
         "ERR wrong number of arguments for 'client|reply' command")
+
+
+def test_reset_turns_replies_back_on(conn: ParsedConn) -> None:
+    conn.send("CLIENT", "REPLY", "OFF")
+    conn.send("PING")
+    assert conn.call("RESET") == b"RESET"
+    assert conn.call("PING") == b"PONG"
+    # A SKIP in force still drops RESET's own reply.
+    conn.send("CLIENT", "REPLY", "SKIP")
+    conn.send("RESET")
+    assert conn.call("ECHO", "x") == b"x"
+    assert conn.raw == b"+RESET\r\n+PONG\r\n$1\r\nx\r\n"
