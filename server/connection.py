@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.encoder import encode
 from protocol.reader import ProtocolError, make_reader
+from server.client import REPLY_MUTED
 from server.dispatch import run_commands
 
 if TYPE_CHECKING:
@@ -221,7 +222,8 @@ class Connection(asyncio.Protocol):
         reason = text.removeprefix("ERR ").removeprefix("Protocol error: ")
         self.server.log.verbose(f"Protocol error ({reason}) from client: id={client.id} "
                                 f"addr={client.addr}")
-        client.out.append(encode(_error(text)))
+        if not client.reply_flags & REPLY_MUTED:  # (CLIENT REPLY OFF drops this one too)
+            client.out.append(encode(_error(text)))
         client.close_after_reply = True
         if not client.pending_write:
             client.pending_write = True

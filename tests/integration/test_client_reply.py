@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.helpers import ServerProcess
+from tests.helpers import TARGET, ServerProcess
 from tests.integration.server_fixtures import module_server
 from tests.resp import ParsedConn, encode
 
@@ -101,3 +101,14 @@ def test_reset_turns_replies_back_on(conn: ParsedConn) -> None:
     conn.send("RESET")
     assert conn.call("ECHO", "x") == b"x"
     assert conn.raw == b"+RESET\r\n+PONG\r\n$1\r\nx\r\n"
+
+
+@pytest.mark.skipif(TARGET == "redis", reason="Redis 7.0 leaves the connection open")
+def test_a_protocol_error_under_off_closes_without_a_reply(conn: ParsedConn) -> None:
+    """Redis drops the error reply too, but then never gets to close the connection (its
+    close waits for a reply to be written): here it closes."""
+    conn.send("CLIENT", "REPLY", "OFF")
+    conn.sock.sendall(b"*1\r\n$x\r\n")  # a bad bulk length: Redis closes the connection
+    conn.sock.settimeout(5)
+    assert conn.sock.recv(100) == b""
+    assert conn.raw == b""
