@@ -23,6 +23,13 @@ EXECABORT = b"-EXECABORT Transaction discarded because of previous errors.\r\n"
 srv = module_server("--enable-debug-command", "local")
 
 
+def _exec_ping(c: Conn) -> bytes:
+    """MULTI, PING, EXEC: EXEC's reply (nil when a WATCH aborted it)."""
+    assert c.call("MULTI") == OK
+    assert c.call("PING") == QUEUED
+    return c.call("EXEC")
+
+
 @pytest.fixture
 def c(srv: ServerProcess) -> Iterator[Conn]:
     with flushed_conn(srv) as conn:
@@ -153,33 +160,25 @@ def test_watch_without_changes_executes(c: Conn, other: Conn) -> None:
 def test_watch_missing_key_then_created(c: Conn, other: Conn) -> None:
     c.call("WATCH", "new")
     other.call("SET", "new", "x")
-    c.call("MULTI")
-    c.call("PING")
-    assert c.call("EXEC") == b"*-1\r\n"
+    assert _exec_ping(c) == b"*-1\r\n"
 
 
 def test_own_writes_before_multi_also_abort(c: Conn) -> None:
     c.call("WATCH", "k")
     c.call("SET", "k", "mine")
-    c.call("MULTI")
-    c.call("PING")
-    assert c.call("EXEC") == b"*-1\r\n"
+    assert _exec_ping(c) == b"*-1\r\n"
 
 
 def test_unwatch_and_discard_forget_watches(c: Conn, other: Conn) -> None:
     c.call("WATCH", "k")
     assert c.call("UNWATCH") == OK
     other.call("SET", "k", "x")
-    c.call("MULTI")
-    c.call("PING")
-    assert c.call("EXEC") == b"*1\r\n+PONG\r\n"
+    assert _exec_ping(c) == b"*1\r\n+PONG\r\n"
     c.call("WATCH", "k")
     c.call("MULTI")
     c.call("DISCARD")
     other.call("SET", "k", "y")
-    c.call("MULTI")
-    c.call("PING")
-    assert c.call("EXEC") == b"*1\r\n+PONG\r\n"
+    assert _exec_ping(c) == b"*1\r\n+PONG\r\n"
 
 
 def test_exec_forgets_watches(c: Conn, other: Conn) -> None:
@@ -187,42 +186,32 @@ def test_exec_forgets_watches(c: Conn, other: Conn) -> None:
     c.call("MULTI")
     c.call("EXEC")
     other.call("SET", "k", "x")
-    c.call("MULTI")
-    c.call("PING")
-    assert c.call("EXEC") == b"*1\r\n+PONG\r\n"
+    assert _exec_ping(c) == b"*1\r\n+PONG\r\n"
 
 
 def test_watched_key_expiring_aborts(c: Conn) -> None:
     c.call("SET", "k", "v", "PX", "30")
     c.call("WATCH", "k")
     time.sleep(0.1)
-    c.call("MULTI")
-    c.call("PING")
-    assert c.call("EXEC") == b"*-1\r\n"
+    assert _exec_ping(c) == b"*-1\r\n"
 
 
 def test_watch_is_per_database(c: Conn, other: Conn) -> None:
     c.call("WATCH", "k")
     other.call("SELECT", "1")
     other.call("SET", "k", "x")  # same name, other database
-    c.call("MULTI")
-    c.call("PING")
-    assert c.call("EXEC") == b"*1\r\n+PONG\r\n"
+    assert _exec_ping(c) == b"*1\r\n+PONG\r\n"
 
 
 def test_flush_touches_existing_watched_keys(c: Conn, other: Conn) -> None:
     c.call("SET", "k", "v")
     c.call("WATCH", "k")
     other.call("FLUSHALL")
-    c.call("MULTI")
-    c.call("PING")
-    assert c.call("EXEC") == b"*-1\r\n"
+    assert _exec_ping(c) == b"*-1\r\n"
     # A watched key that does not exist is not changed by a flush.
     c.call("WATCH", "absent")
     other.call("FLUSHDB")
-    c.call("MULTI")
-    c.call("PING")
-    assert c.call("EXEC") == b"*1\r\n+PONG\r\n"
+    assert _exec_ping(c) == b"*1\r\n+PONG\r\n"
 
 
 def test_swapdb_touches_watched_keys(c: Conn, other: Conn) -> None:
@@ -230,9 +219,7 @@ def test_swapdb_touches_watched_keys(c: Conn, other: Conn) -> None:
     other.call("SET", "k", "in1")
     c.call("WATCH", "k")  # absent in db 0, present in db 1: the swap brings it in
     other.call("SWAPDB", "0", "1")
-    c.call("MULTI")
-    c.call("PING")
-    assert c.call("EXEC") == b"*-1\r\n"
+    assert _exec_ping(c) == b"*-1\r\n"
 
 
 @pytest.fixture
@@ -247,12 +234,6 @@ def _stale(conn: Conn, key: str, value: str = "v") -> None:
     """key stored with a time that has already passed (1 ms, then a wait)."""
     assert conn.call("SET", key, value, "PX", "1") == OK
     time.sleep(0.01)
-
-
-def _exec_ping(c: Conn) -> bytes:
-    assert c.call("MULTI") == OK
-    assert c.call("PING") == QUEUED
-    return c.call("EXEC")
 
 
 def test_watching_an_expired_key_changes_nothing(c: Conn, other: Conn,
@@ -311,14 +292,10 @@ def test_expire_and_persist_count_as_changes(c: Conn, other: Conn) -> None:
     c.call("SET", "k", "v")
     c.call("WATCH", "k")
     other.call("EXPIRE", "k", "100")
-    c.call("MULTI")
-    c.call("PING")
-    assert c.call("EXEC") == b"*-1\r\n"
+    assert _exec_ping(c) == b"*-1\r\n"
     c.call("WATCH", "k")
     other.call("PERSIST", "k")
-    c.call("MULTI")
-    c.call("PING")
-    assert c.call("EXEC") == b"*-1\r\n"
+    assert _exec_ping(c) == b"*-1\r\n"
 
 
 def test_watch_arity(c: Conn) -> None:
