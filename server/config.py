@@ -240,7 +240,7 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("latency-tracking-info-percentiles", [50.0, 99.0, 99.9], _percentiles,
                render=_render_percentiles),
     OptionSpec("notify-keyspace-events", "", _string),
-    OptionSpec("enable-debug-command", "local", Choice("no", "yes", "local"), mutable=False),
+    OptionSpec("enable-debug-command", "no", Choice("no", "yes", "local"), mutable=False),
 ]
 
 _BY_NAME: dict[str, OptionSpec] = {}

@@ -207,6 +207,7 @@ SCRIPTS: dict[str, list[tuple[str, ...]]] = {
     ],
     "server": [
         ("CONFIG", "GET", "maxmemory"), ("CONFIG", "GET", "MAXMEMORY"), ("CONFIG", "GET", "x"),
+        ("CONFIG", "GET", "enable-debug-command"), ("DEBUG", "SLEEP", "0"),  # off by default
         ("CONFIG", "SET", "nosuch", "1"), ("CONFIG", "SET", "timeout", "x"),
         ("CONFIG", "SET", "maxmemory", "lots"), ("CONFIG", "SET", "timeout", "1", "timeout", "2"),
         ("CONFIG", "SET", "timeout", "1", "hz"), ("CONFIG", "SET", "databases", "3"),

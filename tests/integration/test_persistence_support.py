@@ -24,10 +24,13 @@ files_and_restarts = pytest.mark.skipif(TARGET == "redis", reason="xstreamd's fi
 
 def start(workdir: str, *args: str, check: bool = True) -> ServerProcess:
     """xstreamd on a free port with its files in workdir (kept when it stops). No save rules
-    unless given: snapshots only when a test asks for them."""
+    unless given: snapshots only when a test asks for them. DEBUG (RELOAD, LOADAOF, ...) is
+    allowed from the tests' local connections."""
     extra = list(args)
     if "--save" not in extra:
         extra += ["--save", ""]
+    if "--enable-debug-command" not in extra:
+        extra += ["--enable-debug-command", "local"]
     proc = ServerProcess("xstreamd", extra_args=extra, workdir=workdir)
     if check:
         proc.start()
