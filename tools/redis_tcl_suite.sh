@@ -7,6 +7,10 @@
 #
 #   sh tools/redis_tcl_suite.sh [unit ...]      (default: the stream units and their neighbours)
 #
+# WORK (where the suite is unpacked), PORT and PYTHON (the interpreter that runs xstreamd) can
+# be set in the environment. Exit status 3: the suite could not be fetched or run here.
+# tests/compat/test_redis_tcl_suite.py runs the stream units this way and checks the result.
+#
 # Two harness patches: `FUNCTION FLUSH` (scripting is not implemented) is tried, not required,
 # and a test that fails on an unknown command (lists, sets, scripts: not implemented) is
 # reported as [skip] instead of aborting the run. Expected differences (Redis 7.0 vs the 8.4
@@ -16,23 +20,28 @@ set -eu
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${WORK:-/tmp/redis-tcl-suite}
 PORT=${PORT:-7779}
+PYTHON=${PYTHON:-python3}
 UNITS=${*:-"type/stream type/stream-cgroups multi keyspace protocol info-command
   latency-monitor slowlog dump expire other introspection introspection-2 scan querybuf"}
 
 need() { command -v "$1" >/dev/null 2>&1; }
+unavailable() { echo "redis_tcl_suite: $1" >&2; exit 3; }
 if ! need tclsh || ! need dpkg-source; then
-    apt-get install -y tcl dpkg-dev >/dev/null
+    apt-get install -y tcl dpkg-dev >/dev/null 2>&1 || unavailable "needs tcl and dpkg-dev"
 fi
 mkdir -p "$WORK"
 cd "$WORK"
 if ! ls -d redis-*/tests >/dev/null 2>&1; then
     if ! grep -rqs "deb-src\|Types: deb-src" /etc/apt/sources.list /etc/apt/sources.list.d; then
-        printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm\n%s\n%s\n' \
-            'Components: main' 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' \
-            > /etc/apt/sources.list.d/xstreamd-src.sources
-        apt-get update >/dev/null
+        codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-bookworm}")
+        printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\n%s\n%s\n' \
+            "$codename" 'Components: main' \
+            'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' \
+            > /etc/apt/sources.list.d/xstreamd-src.sources 2>/dev/null \
+            || unavailable "no deb-src entry, and none can be added"
+        apt-get update >/dev/null 2>&1 || true
     fi
-    apt-get source --download-only redis >/dev/null 2>&1
+    apt-get source --download-only redis >/dev/null 2>&1 || unavailable "apt-get source failed"
     tar xzf redis_*.orig.tar.gz
     SUITE=$(ls -d redis-*/ | head -1)
     # The two harness patches (see above).
@@ -56,14 +65,16 @@ fi
 SUITE=$(ls -d "$WORK"/redis-*/ | head -1)
 
 DATA=$(mktemp -d)
-python3 -m server --port "$PORT" --dir "$DATA" --appendonly no --save "" \
+cd "$REPO"
+"$PYTHON" -m server --port "$PORT" --dir "$DATA" --appendonly no --save "" \
     --enable-debug-command yes > "$DATA/server.log" 2>&1 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null; rm -rf "$DATA"' EXIT
-cd "$REPO"
-for _ in 1 2 3 4 5 6 7 8 9 10; do
-    redis-cli -p "$PORT" ping >/dev/null 2>&1 && break
-    sleep 0.5
+tries=0
+until redis-cli -p "$PORT" ping >/dev/null 2>&1; do
+    tries=$((tries + 1))
+    [ "$tries" -lt 40 ] || { cat "$DATA/server.log" >&2; exit 1; }
+    sleep 0.25
 done
 
 cd "$SUITE"
