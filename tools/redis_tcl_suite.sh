@@ -7,8 +7,8 @@
 #
 #   sh tools/redis_tcl_suite.sh [unit ...]      (default: the stream units and their neighbours)
 #
-# WORK (where the suite is unpacked), PORT and PYTHON (the interpreter that runs xstreamd) can
-# be set in the environment. Exit status 3: the suite could not be fetched or run here.
+# WORK (where the suite is unpacked), PORT, BASEPORT (the suite's own ports) and PYTHON (the
+# interpreter that runs xstreamd) can be set in the environment. Exit status 3: the suite could not be fetched or run here.
 # tests/compat/test_redis_tcl_suite.py runs the stream units this way and checks the result.
 #
 # Two harness patches: `FUNCTION FLUSH` (scripting is not implemented) is tried, not required,
@@ -20,6 +20,7 @@ set -eu
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${WORK:-/tmp/redis-tcl-suite}
 PORT=${PORT:-7779}
+BASEPORT=${BASEPORT:-21111}  # the suite's own ports start just below this
 PYTHON=${PYTHON:-python3}
 UNITS=${*:-"type/stream type/stream-cgroups multi keyspace protocol info-command
   latency-monitor slowlog dump expire other introspection introspection-2 scan querybuf"}
@@ -80,7 +81,8 @@ done
 cd "$SUITE"
 for unit in $UNITS; do
     out="$WORK/$(echo "$unit" | tr / _).txt"
-    ./runtest --host 127.0.0.1 --port "$PORT" --single "unit/$unit" --durable --timeout 60 \
+    ./runtest --host 127.0.0.1 --port "$PORT" --baseport "$BASEPORT" --single "unit/$unit" \
+        --durable --timeout 60 \
         2>&1 | sed 's/\x1b\[[0-9;]*m//g' > "$out" || true
     counts=$(grep -oE '^\[(ok|err|exception|skip)\]' "$out" | tr -d '[]' | sort | uniq -c \
         | awk '{printf " %s %s", $1, $2}')

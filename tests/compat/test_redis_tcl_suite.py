@@ -11,8 +11,10 @@ sure CI can fetch it.
 from __future__ import annotations
 
 import os
+import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -93,9 +95,19 @@ def test_redis_tcl_suite_passes(tmp_path: Path) -> None:
     if shutil.which("redis-cli") is None:
         pytest.skip("needs redis-cli")
     work = os.environ.get("XSTREAMD_TCL_WORK") or str(tmp_path)  # (set it to keep the suite)
-    env = dict(os.environ, WORK=work, PORT=str(free_port()), PYTHON=sys.executable)
-    done = subprocess.run(["sh", str(SCRIPT), *UNITS], env=env, capture_output=True,
-                          text=True, timeout=880)
+    env = dict(os.environ, WORK=work, PORT=str(free_port()), PYTHON=sys.executable,
+               BASEPORT=str(random.randrange(22000, 30000, 100)))  # (two runs at once)
+    # A session of its own: on a timeout the script, the suite and the server all go.
+    script = subprocess.Popen(["sh", str(SCRIPT), *UNITS], env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              start_new_session=True)
+    try:
+        out, err = script.communicate(timeout=880)
+    except subprocess.TimeoutExpired:
+        os.killpg(script.pid, signal.SIGKILL)
+        script.communicate()
+        raise
+    done = subprocess.CompletedProcess(script.args, script.returncode, out, err)
     if done.returncode == 3:
         pytest.skip(f"Redis's Tcl suite is not available here: {done.stderr.strip()}")
     assert done.returncode == 0, done.stdout + done.stderr
