@@ -8,7 +8,8 @@
 #   sh tools/redis_tcl_suite.sh [unit ...]      (default: the stream units and their neighbours)
 #
 # WORK (where the suite is unpacked), PORT, BASEPORT (the suite's own ports) and PYTHON (the
-# interpreter that runs xstreamd) can be set in the environment. Exit status 3: the suite could not be fetched or run here.
+# interpreter that runs xstreamd) can be set in the environment; APT_SETUP=no leaves apt alone
+# (no package installed, no deb-src entry added: the suite is then fetched only if it can be). Exit status 3: the suite could not be fetched or run here.
 # tests/compat/test_redis_tcl_suite.py runs the stream units this way and checks the result.
 #
 # Two harness patches: `FUNCTION FLUSH` (scripting is not implemented) is tried, not required,
@@ -22,18 +23,22 @@ WORK=${WORK:-/tmp/redis-tcl-suite}
 PORT=${PORT:-7779}
 BASEPORT=${BASEPORT:-21111}  # the suite's own ports start just below this
 PYTHON=${PYTHON:-python3}
+APT_SETUP=${APT_SETUP:-yes}
 UNITS=${*:-"type/stream type/stream-cgroups multi keyspace protocol info-command
   latency-monitor slowlog dump expire other introspection introspection-2 scan querybuf"}
 
 need() { command -v "$1" >/dev/null 2>&1; }
 unavailable() { echo "redis_tcl_suite: $1" >&2; exit 3; }
 if ! need tclsh || ! need dpkg-source; then
+    [ "$APT_SETUP" != no ] || unavailable "needs tcl and dpkg-dev"
     apt-get install -y tcl dpkg-dev >/dev/null 2>&1 || unavailable "needs tcl and dpkg-dev"
 fi
 mkdir -p "$WORK"
 cd "$WORK"
 if ! ls -d redis-*/tests >/dev/null 2>&1; then
-    if ! grep -rqs "deb-src\|Types: deb-src" /etc/apt/sources.list /etc/apt/sources.list.d; then
+    if [ "$APT_SETUP" != no ] \
+            && ! grep -rqsE '^(deb-src|Types:.*deb-src)' /etc/apt/sources.list \
+                /etc/apt/sources.list.d; then
         codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-bookworm}")
         printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\n%s\n%s\n' \
             "$codename" 'Components: main' \
