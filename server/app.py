@@ -20,6 +20,7 @@ from server.client import REPLY_MUTED, Client
 from server.config import Config
 from server.dispatch import CommandSpec, all_specs, commands_processed, lookup, run_commands
 from server.errors import OOM_TEXT
+from server.heap import HeapTrimmer
 from server.latency import LatencyMonitor
 from server.log import Logger
 from server.pause import ClientPause
@@ -30,6 +31,10 @@ VERSION = "8.4.0"  # the Redis version whose behaviour we follow; clients gate f
 
 PropagateHook = Callable[[int, list[bytes]], None]
 _JOIN = b"".join
+# The cron trims the heap once this much was freed in it since the last trim (jemalloc, which
+# Redis uses, likewise gives back freed pages within seconds); over maxmemory, one page will do.
+HEAP_TRIM_MIN_FREED = 1 << 20
+_PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 class SlowlogEntry:
@@ -91,6 +96,9 @@ class Server:
         self.persistence: Any = None  # server.persistence manager, when enabled
         self.debug_handlers: dict[str, Callable[[Client, list[bytes]], Any]] = {}
         self.used_memory = 0  # RSS, what maxmemory is checked against (_measure_memory)
+        self.heap = HeapTrimmer()  # gives freed memory back, so that the RSS falls
+        self._next_heap_trim = 0.0  # when the cron looks at the heap's free bytes next
+        self._heap_dirty = 0  # self.dirty when it last looked
         config.on_change("loglevel", self.log.set_level)
         # Read on every command: kept as attributes rather than looked up in the config.
         # slowlog-log-slower-than, with "never" (a negative value) as a duration no command
@@ -293,6 +301,10 @@ class Server:
         from server.info import rss_bytes
 
         self.used_memory = rss_bytes()
+        # Over the limit, memory freed since the last trim (a DEL, a FLUSHALL, an XTRIM)
+        # may only be waiting in malloc's heap: hand it back before refusing writes.
+        if self.over_maxmemory() and self.heap.trim_if_freed(_PAGE):
+            self.used_memory = rss_bytes()
         self.stats.note_over_maxmemory(self.over_maxmemory(), now)
 
     def _set_slowlog_threshold(self, value: int) -> None:
@@ -400,6 +412,12 @@ class Server:
         try:
             self._active_expire_cycle()
             self.stats.sample(commands_processed())
+            # Once a second, if anything was written since (mallinfo2 walks malloc's free
+            # lists: a few ms on a fragmented heap of a GB).
+            if self.cached_monotonic >= self._next_heap_trim and self.dirty != self._heap_dirty:
+                self._next_heap_trim = self.cached_monotonic + 1.0
+                self._heap_dirty = self.dirty
+                self.heap.trim_if_freed(HEAP_TRIM_MIN_FREED)
             if self.maxmemory:
                 self._measure_memory(self.cached_monotonic)
             idle_timeout = self.config["timeout"]

@@ -8,6 +8,7 @@ from server.commands import (  # noqa: F401
     group_cmds,
     keys,
     latency_cmds,
+    memory_cmds,
     persistence_cmds,
     server_admin,
     stream_cmds,

@@ -16,6 +16,7 @@ _SUBCOMMANDS = "Depends on subcommand."
 _NONDET = "nondeterministic_output"
 _MULTI_SUM = "request_policy:multi_shard response_policy:agg_sum"
 _ALL_NODES_OK = "request_policy:all_nodes response_policy:all_succeeded"
+_ALLOCATOR_COST = "Depends on how much memory is allocated, could be slow"
 _ALL_SHARDS_OK = "request_policy:all_shards response_policy:all_succeeded"
 _ORDER = "nondeterministic_output_order"
 _LATENCY_TIPS = f"{_NONDET} request_policy:all_nodes response_policy:special"
@@ -253,6 +254,8 @@ DOCS: dict[str, Doc] = {
     "latency|reset": Doc(_O1, "[event...]", tips=_ALL_NODES_OK),
     "memory": Doc(_SUBCOMMANDS),
     "memory|help": Doc(_O1),
+    "memory|malloc-stats": Doc(_ALLOCATOR_COST),
+    "memory|purge": Doc(_ALLOCATOR_COST),
     "memory|usage": Doc("O(N) where N is the number of samples.", "key#0 [SAMPLES count:integer]",
                         keys=_keys("RO" + _GROUP_KEY)),
     "monitor": Doc(),

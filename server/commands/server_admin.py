@@ -1,6 +1,6 @@
 """Server commands: INFO, CONFIG, TIME, ROLE, WAIT, WAITAOF, DEBUG, SHUTDOWN, SLOWLOG, ACL WHOAMI,
-MEMORY.
-MONITOR lives in server.commands.monitor, COMMAND in server.commands.command_cmd."""
+MODULE. MONITOR lives in server.commands.monitor, COMMAND in server.commands.command_cmd, MEMORY
+in server.commands.memory_cmds."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from server.config_rewrite import rewrite_config_file
 from server.dispatch import all_specs, command, container
 from server.errors import SYNTAX, CommandError
 from server.info import render_info
-from server.parsing import eq, parse_int
+from server.parsing import parse_int
 from server.persistence.aof_wait import AOF_OFF_TEXT
 from storage.digest import dataset_digest, value_digest
 
@@ -346,44 +346,6 @@ def slowlog_help(client: Client, argv: list[bytes]) -> object:
         "LEN", "    Return the length of the slowlog.",
         "RESET", "    Reset the slowlog.",
     ])
-
-
-# -- MEMORY ----------------------------------------------------------------------------------
-container("memory", -2, summary="A container for memory diagnostics commands.", since="4.0.0",
-          group="server")
-
-
-@command("memory|help", 2, "loading stale", categories="@slow", since="4.0.0",
-         group="server",
-         summary="Returns helpful text about the different subcommands.")
-def memory_help(client: Client, argv: list[bytes]) -> object:
-    return help_reply("MEMORY", [  # the subcommands implemented, in Redis's words
-        "USAGE <key> [SAMPLES <count>]",
-        "    Return memory in bytes used by <key> and its value. Nested values are",
-        "    sampled up to <count> times (default: 5, 0 means sample all).",
-    ])
-
-
-@command("memory|usage", -3, "readonly", keys=(2, 2, 1), categories="@read @slow",
-         since="4.0.0", group="server",
-         summary="Estimates the memory usage of a key.")
-def memory_usage(client: Client, argv: list[bytes]) -> object:
-    i = 3
-    while i < len(argv):
-        if eq(argv[i], b"samples") and i + 1 < len(argv):
-            if parse_int(argv[i + 1]) < 0:
-                raise CommandError(SYNTAX)
-            i += 2
-        else:
-            raise CommandError(SYNTAX)
-    value = client.db.get(argv[2])
-    if value is None:
-        return None
-    key_overhead = 56 + len(argv[2])
-    usage = getattr(value, "memory_usage", None)
-    if usage is not None:
-        return key_overhead + usage()
-    return key_overhead + len(getattr(value, "data", b""))
 
 
 # -- MODULE (no module can be loaded: the list is empty) ---------------------------------------

@@ -401,6 +401,39 @@ def test_memory_usage(c: Conn) -> None:
     assert c.call("MEMORY", "USAGE", "k", "SAMPLES") == b"-ERR syntax error\r\n"
 
 
+def test_memory_purge_gives_freed_memory_back(c: Conn) -> None:
+    """After a big stream is deleted, MEMORY PURGE leaves used_memory near where it was
+    before the stream (Redis counts its allocator's bytes; here the heap is trimmed)."""
+    def used() -> int:
+        return int(info_fields(c.call("INFO", "memory"))["used_memory"])
+
+    before = used()
+    value = "v" * 200
+    for batch in range(40):  # 20,000 entries, about 5 MB
+        c.sock.sendall(b"".join(encode("XADD", "big", "*", "f", value) for _ in range(500)))
+        for _ in range(500):
+            c.read()
+    grown = used() - before
+    assert grown > 3_000_000
+    assert c.call("DEL", "big") == b":1\r\n"
+    assert c.call("MEMORY", "PURGE") == b"+OK\r\n"
+    assert used() - before < grown / 2
+
+
+def test_memory_subcommands_arity(c: Conn) -> None:
+    assert c.call("MEMORY", "PURGE", "x") == arity("memory|purge")
+    assert c.call("MEMORY", "MALLOC-STATS", "x") == arity("memory|malloc-stats")
+    assert c.call("MEMORY", "NOPE") == (
+        b"-ERR unknown subcommand 'NOPE'. Try MEMORY HELP.\r\n")
+
+
+@ours_only
+def test_memory_malloc_stats_is_libcs_answer(c: Conn) -> None:
+    """INFO says mem_allocator:libc; Redis built on libc answers MALLOC-STATS this way."""
+    assert c.call("MEMORY", "MALLOC-STATS") == (
+        b"$45\r\nStats not supported for the current allocator\r\n")
+
+
 # -- SLOWLOG ------------------------------------------------------------------------------------
 def test_slowlog(c: Conn) -> None:
     assert c.call("SLOWLOG", "RESET") == b"+OK\r\n"
