@@ -20,11 +20,13 @@ from server.client import REPLY_MUTED, Client
 from server.config import Config
 from server.dispatch import CommandSpec, all_specs, commands_processed, lookup, run_commands
 from server.errors import OOM_TEXT
+from server.eviction import Evictor
 from server.heap import HeapTrimmer
 from server.latency import LatencyMonitor
 from server.log import Logger
 from server.pause import ClientPause
 from server.stats import Stats
+from storage.access import AccessClock
 from storage.keyspace import Database
 
 VERSION = "8.4.0"  # the Redis version whose behaviour we follow; clients gate features on it
@@ -60,7 +62,11 @@ class Server:
 
         self.config = config
         self.log = logger or Logger(config["loglevel"], config["logfile"])
-        self.dbs = [Database(i) for i in range(config["databases"])]
+        # The clocks and policy behind every value's `lru` (OBJECT IDLETIME / FREQ, eviction).
+        self.access = AccessClock()
+        self.access.log_factor = self._mirror_into(self.access, "lfu-log-factor", "log_factor")
+        self.access.decay_time = self._mirror_into(self.access, "lfu-decay-time", "decay_time")
+        self.dbs = [Database(i, access=self.access) for i in range(config["databases"])]
         for db in self.dbs:
             db.on_expire = self._key_expired
         self.clients: dict[int, Client] = {}
@@ -119,6 +125,8 @@ class Server:
             command_stats.set_tracking(all_specs(), False)
         self.maxmemory: int = config["maxmemory"]
         config.on_change("maxmemory", self._set_maxmemory)
+        self.evictor = Evictor(self)
+        config.on_change("maxmemory-policy", self.evictor.set_policy)
         # Read by every XADD: attributes, cheaper than two config lookups.
         self.stream_node_max_bytes: int = self._mirror("stream-node-max-bytes",
                                                        "stream_node_max_bytes")
@@ -150,7 +158,11 @@ class Server:
     def _mirror(self, option: str, attr: str) -> Any:
         """An option's value, for the attribute ``attr``, which CONFIG SET keeps up to date
         from now on: for options read too often for a config lookup."""
-        self.config.on_change(option, lambda value: setattr(self, attr, value))
+        return self._mirror_into(self, option, attr)
+
+    def _mirror_into(self, target: object, option: str, attr: str) -> Any:
+        """_mirror for an attribute of another object."""
+        self.config.on_change(option, lambda value: setattr(target, attr, value))
         return self.config[option]
 
     def schedule_before_sleep(self) -> None:
@@ -267,7 +279,7 @@ class Server:
     def refuse_reason(self, client: Client, spec: CommandSpec) -> str | None:
         """Why a write/denyoom command must be refused now (OOM, MISCONF), or None.
         (dispatch.call has the same steps inline.)"""
-        if self.maxmemory and spec.denyoom and self.over_maxmemory():
+        if self.maxmemory and spec.denyoom and self.out_of_memory():
             return OOM_TEXT
         for check in self.refusal_checks:
             reason = check(client, spec)
@@ -276,9 +288,13 @@ class Server:
         return None
 
     def over_maxmemory(self) -> bool:
-        """maxmemory with the noeviction policy: commands that may grow memory are refused
-        (not while loading the data at start)."""
+        """Memory is above maxmemory (never while loading the data at start)."""
         return self.used_memory > self.maxmemory and not self.loading
+
+    def out_of_memory(self) -> bool:
+        """Over maxmemory even after evicting what the policy allows (performEvictions'
+        EVICT_FAIL): commands that may grow memory are refused."""
+        return self.over_maxmemory() and not self.evictor.perform()
 
     def _set_maxmemory(self, value: int) -> None:
         """CONFIG SET maxmemory (updateMaxmemory): measure the memory now, so that the very
@@ -409,6 +425,7 @@ class Server:
         """serverCron: active expiry, client timeouts, stats sampling, persistence timers."""
         self.cron_loops += 1
         self.cached_monotonic = time.monotonic()
+        self.access.tick()
         try:
             self._active_expire_cycle()
             self.stats.sample(commands_processed())

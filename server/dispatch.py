@@ -228,7 +228,8 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
         for argv in commands:
             done += 1
             spec = _BY_SENT_NAME.get(argv[0])
-            if spec is not None and client.authenticated and client.multi is None:
+            if (spec is not None and client.authenticated and client.multi is None
+                    and not client.no_touch):
                 argc = len(argv)
                 arity = spec.arity
                 if argc == arity if arity >= 0 else argc >= -arity:
@@ -343,7 +344,7 @@ def _transaction_refusal(client: Client, queued: list[list[bytes]]) -> str | Non
             continue
         if spec.may_refuse:
             specs.append(spec)
-    if server.maxmemory and server.over_maxmemory() and any(s.denyoom for s in specs):
+    if server.maxmemory and any(s.denyoom for s in specs) and server.out_of_memory():
         return OOM_TEXT
     for spec in specs:
         for check in server.refusal_checks:
@@ -397,17 +398,24 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
     server = client.server
     if spec.may_refuse:
         # Server.refuse_reason, inlined: OOM, then the registered checks (MISCONF).
-        if server.maxmemory and spec.denyoom and server.over_maxmemory():
+        if server.maxmemory and spec.denyoom and server.out_of_memory():
             return _refused(server, spec, OOM_TEXT)
         for check in server.refusal_checks:
             refusal = check(client, spec)
             if refusal is not None:
                 return _refused(server, spec, refusal)
     start = _now_ns()
+    # CLIENT NO-TOUCH: the command's lookups leave keys' access times alone (TOUCH excepted).
+    untouched = client.no_touch and spec.name != "touch"
+    if untouched:
+        server.access.touching = False
     try:
         reply = spec.handler(client, argv)  # type: ignore[misc]
     except Exception as exc:
         reply = _handler_failed(client, spec, exc)
+    finally:
+        if untouched:
+            server.access.touching = True
     # Monitors see a command once it ran (EXEC after its queued commands), never an admin
     # command, and not again when a blocked client's command is re-run.
     if server.monitors and client.blocked is None and "admin" not in spec.flags:

@@ -141,7 +141,7 @@ def _persistence(s: Server) -> Fields:
 
 def _stats(s: Server) -> Fields:
     """Redis 8's stats fields. Those of features this server does not have (replication,
-    eviction, defragmentation, tracking, pub/sub, scripts, ACL rules, I/O threads) are 0, the
+    client eviction, defragmentation, tracking, pub/sub, scripts, ACL rules, I/O threads) are 0, the
     truth here; the eventloop_* fields are left out: the asyncio loop offers no hook at each
     iteration to count or time them."""
     st = s.stats
@@ -163,7 +163,7 @@ def _stats(s: Server) -> Fields:
         ("expired_stale_perc", f"{st.expired_stale_perc * 100:.2f}"),
         ("expired_time_cap_reached_count", st.expire_cycles_stopped_early),
         ("expire_cycle_cpu_milliseconds", st.expire_cycle_usec // 1000),
-        ("evicted_keys", 0), ("evicted_clients", 0), ("evicted_scripts", 0),
+        ("evicted_keys", st.evicted_keys), ("evicted_clients", 0), ("evicted_scripts", 0),
         ("total_eviction_exceeded_time", over_total_ms),
         ("current_eviction_exceeded_time", over_current_ms),
         ("keyspace_hits", st.keyspace_hits), ("keyspace_misses", st.keyspace_misses),

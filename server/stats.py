@@ -15,7 +15,7 @@ _MAX_ERROR_CODES = 128
 class Stats:
     __slots__ = (
         "total_connections_received", "rejected_connections",
-        "rejected_calls", "expired_keys", "keyspace_hits", "keyspace_misses",
+        "rejected_calls", "expired_keys", "evicted_keys", "keyspace_hits", "keyspace_misses",
         "net_input_bytes", "net_output_bytes", "unexpected_error_replies", "total_error_replies",
         "client_query_buffer_limit_disconnections", "client_output_buffer_limit_disconnections",
         "_samples", "_last_sample", "start_time", "errors", "errorstats_disabled",
@@ -46,6 +46,7 @@ class Stats:
         self.rejected_connections = 0
         self.rejected_calls = 0
         self.expired_keys = 0
+        self.evicted_keys = 0  # deleted by the maxmemory policy (server.eviction)
         self.keyspace_hits = 0
         self.keyspace_misses = 0
         self.net_input_bytes = 0

@@ -14,13 +14,14 @@ import time
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from itertools import islice
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from storage.access import AccessClock
 from storage.glob import glob_match
 
 __all__ = [
     "Database", "ExpireCycle", "StringValue", "glob_match", "now_ms", "object_encoding",
-    "type_name",
+    "sample_keys", "type_name",
 ]
 
 _U64 = (1 << 64) - 1
@@ -33,10 +34,11 @@ def now_ms() -> int:
 class StringValue:
     """The minimal string type (SET/GET), present so that type checks have something to check."""
 
-    __slots__ = ("data",)
+    __slots__ = ("data", "lru")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
+        self.lru = 0  # last access or access frequency (storage.access), set when stored
 
 
 class ExpireCycle(NamedTuple):
@@ -136,14 +138,18 @@ class _ScanIndex:
 class Database:
     """One numbered database."""
 
-    __slots__ = ("id", "data", "expires", "clock", "on_expire", "active_expire_enabled",
-                 "expiry_paused", "_scan_index")
+    __slots__ = ("id", "data", "expires", "clock", "access", "on_expire",
+                 "active_expire_enabled", "expiry_paused", "_scan_index")
 
-    def __init__(self, db_id: int, clock: Callable[[], int] = now_ms) -> None:
+    def __init__(self, db_id: int, clock: Callable[[], int] = now_ms,
+                 access: AccessClock | None = None) -> None:
         self.id = db_id
-        self.data: dict[bytes, object] = {}
+        self.data: dict[bytes, Any] = {}
         self.expires: dict[bytes, int] = {}
         self.clock = clock
+        # Keeps every value's `lru` (OBJECT IDLETIME / FREQ, eviction); the server gives all
+        # its databases one.
+        self.access = access if access is not None else AccessClock()
         # Called with (db, key) after a key is deleted because its time passed.
         self.on_expire: Callable[[Database, bytes], None] | None = None
         self.active_expire_enabled = True  # DEBUG SET-ACTIVE-EXPIRE 0 turns the cycle off
@@ -175,19 +181,35 @@ class Database:
             self.on_expire(self, key)
         return True
 
-    def get(self, key: bytes) -> object | None:
+    def get(self, key: bytes) -> Any:
+        """lookupKey: the live value, marked as used (its `lru`), or None."""
+        if self.expires and key in self.expires and self.expire_if_needed(key):
+            return None
+        value = self.data.get(key)
+        if value is not None:
+            access = self.access
+            if access.touching and not access.lfu:
+                value.lru = access.lru_clock
+            else:
+                access.touch(value)
+        return value
+
+    def peek(self, key: bytes) -> Any:
+        """The live value without marking it used (LOOKUP_NOTOUCH: TYPE, EXISTS, TTL,
+        OBJECT, ...), or None."""
         if self.expires and key in self.expires and self.expire_if_needed(key):
             return None
         return self.data.get(key)
 
     def __contains__(self, key: bytes) -> bool:
-        return self.get(key) is not None
+        return self.peek(key) is not None
 
     # -- writes -------------------------------------------------------------------------------
     def set(self, key: bytes, value: object, keep_ttl: bool = False) -> None:
         """Store value at key, replacing any value (and its TTL unless keep_ttl)."""
         if self._scan_index is not None and key not in self.data:
             self._scan_index.pending.append(key)
+        value.lru = self.access.initial()
         self.data[key] = value
         if not keep_ttl:
             self.expires.pop(key, None)
@@ -197,6 +219,7 @@ class Database:
         while expiry is paused)."""
         if self._scan_index is not None:
             self._scan_index.pending.append(key)
+        value.lru = self.access.initial()
         self.data[key] = value
         if self.expires:
             self.expires.pop(key, None)
@@ -248,7 +271,7 @@ class Database:
             if size <= samples:
                 keys = list(self.expires)
             else:
-                keys = _sample_keys(self.expires, samples)
+                keys = sample_keys(self.expires, samples)
             sampled += len(keys)
             expired = [k for k in keys if self.expires[k] <= now]
             for key in expired:
@@ -268,7 +291,7 @@ class Database:
             return 0
         now = self.clock()
         whens = (list(self.expires.values()) if len(self.expires) <= sample
-                 else [self.expires[k] for k in _sample_keys(self.expires, sample)])
+                 else [self.expires[k] for k in sample_keys(self.expires, sample)])
         left = [w - now for w in whens if w > now]
         return sum(left) // len(left) if left else 0
 
@@ -322,7 +345,7 @@ class Database:
         for _ in range(100):
             if not self.data:
                 return None
-            key = _sample_keys(self.data, 1)[0]
+            key = sample_keys(self.data, 1)[0]
             if not self.expire_if_needed(key):
                 return key
         return next(iter(self.data), None)
@@ -331,7 +354,7 @@ class Database:
         return iter(list(self.data.items()))
 
 
-def _sample_keys(mapping: dict[bytes, object] | dict[bytes, int], n: int) -> list[bytes]:
+def sample_keys(mapping: dict[bytes, object] | dict[bytes, int], n: int) -> list[bytes]:
     """n keys from a random place. A dict cannot be indexed, so large ones give a run of n
     keys from a random offset (islice skips at C speed), much as Redis samples a few buckets."""
     size = len(mapping)

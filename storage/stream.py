@@ -125,6 +125,7 @@ class Stream:
         "entries_added",
         "cgroups",
         "cgroups_ref",
+        "lru",  # last access or access frequency (storage.access), set when stored
         # Tail node cache, so XADD does not seek the rax.  _tail is None when
         # unknown; anything that changes the tail node's counts resets it.
         # While _tail_behind is set, the tail listpack's header (size, element count)
@@ -151,6 +152,7 @@ class Stream:
         self.entries_added = 0
         self.cgroups: Rax | None = None
         self.cgroups_ref: Rax | None = None
+        self.lru = 0
         self._tail: StreamNode | None = None
         self._tail_master: StreamID = MIN_ID
         self._tail_key = b""  # id_to_key(_tail_master)

@@ -50,7 +50,6 @@ def restore_command(client: Client, argv: list[bytes]) -> object:
         else:
             raise CommandError(SYNTAX)
         j += 1
-    # (IDLETIME and FREQ are checked and accepted; keys here keep no LRU/LFU data.)
     db = client.db
     key = argv[1]
     if not replace and db.get(key) is not None:
@@ -80,6 +79,9 @@ def restore_command(client: Client, argv: list[bytes]) -> object:
     db.add(key, value)
     if ttl:
         db.set_expire(key, ttl)
+    lru = client.server.access.restored(idle, freq)  # (None: the policy ignores the option)
+    if lru is not None:
+        value.lru = lru
     server.key_changed(db, key)  # WATCH, and readers blocked on the key
     effect = list(argv)
     if ttl and not absttl:  # replayed later, the TTL must not restart: make it absolute

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from protocol.encoder import OK, SimpleString
 from server.client import Client
 from server.dispatch import command, container
@@ -16,9 +18,10 @@ _KS = "@keyspace"
 _NO_SUCH = -2
 
 
-def lookup_read(client: Client, key: bytes) -> object | None:
-    """lookupKeyRead: the value (lazily expired) and a keyspace hit or miss for INFO stats."""
-    value = client.db.get(key)
+def lookup_read(client: Client, key: bytes, touch: bool = True) -> Any:
+    """lookupKeyRead: the value (lazily expired) and a keyspace hit or miss for INFO stats.
+    Without touch (LOOKUP_NOTOUCH: TYPE, EXISTS, TTL, OBJECT) the key's `lru` stays."""
+    value = client.db.get(key) if touch else client.db.peek(key)
     stats = client.server.stats
     if value is None:
         stats.keyspace_misses += 1
@@ -54,20 +57,21 @@ def unlink(client: Client, argv: list[bytes]) -> object:
 @command("exists", -2, "readonly fast", keys=(1, -1, 1), categories=f"{_KS} @read @fast",
          summary="Determines whether one or more keys exist.")
 def exists(client: Client, argv: list[bytes]) -> object:
-    return sum(1 for key in argv[1:] if lookup_read(client, key) is not None)
+    return sum(1 for key in argv[1:] if lookup_read(client, key, touch=False) is not None)
 
 
 @command("touch", -2, "readonly fast", keys=(1, -1, 1), categories=f"{_KS} @read @fast",
          summary="Returns the number of existing keys out of those specified after updating "
          "the time they were last accessed.", since="3.2.1")
 def touch(client: Client, argv: list[bytes]) -> object:
-    return exists(client, argv)
+    # (dispatch lets TOUCH touch even for a CLIENT NO-TOUCH client, as Redis does)
+    return sum(1 for key in argv[1:] if lookup_read(client, key) is not None)
 
 
 @command("type", 2, "readonly fast", keys=(1, 1, 1), categories=f"{_KS} @read @fast",
          summary="Determines the type of value stored at a key.")
 def type_(client: Client, argv: list[bytes]) -> object:
-    value = lookup_read(client, argv[1])
+    value = lookup_read(client, argv[1], touch=False)
     return SimpleString("none" if value is None else type_name(value))
 
 
@@ -239,7 +243,7 @@ def pexpireat(client: Client, argv: list[bytes]) -> object:
 
 def _ttl_generic(client: Client, key: bytes, ms: bool, absolute: bool) -> int:
     db = client.db
-    if lookup_read(client, key) is None:
+    if lookup_read(client, key, touch=False) is None:
         return _NO_SUCH
     when = db.get_expire(key)
     if when is None:
@@ -453,7 +457,7 @@ container("object", -2, summary="A container for object introspection commands."
          since="2.2.3",
          summary="Returns the internal encoding of a Redis object.")
 def object_encoding(client: Client, argv: list[bytes]) -> object:
-    value = lookup_read(client, argv[2])
+    value = lookup_read(client, argv[2], touch=False)
     if value is None:
         return None
     return encoding_of(value).encode()
@@ -463,7 +467,43 @@ def object_encoding(client: Client, argv: list[bytes]) -> object:
          since="2.2.3",
          summary="Returns the reference count of a value of a key.")
 def object_refcount(client: Client, argv: list[bytes]) -> object:
-    return None if client.db.get(argv[2]) is None else 1
+    return None if lookup_read(client, argv[2], touch=False) is None else 1
+
+
+_LFU_SELECTED = ("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note "
+                 "that when switching between policies at runtime LRU and LFU data will take "
+                 "some time to adjust.")
+_LFU_NOT_SELECTED = ("ERR An LFU maxmemory policy is not selected, access frequency not "
+                     "tracked. Please note that when switching between policies at runtime LRU "
+                     "and LFU data will take some time to adjust.")
+
+
+@command("object|idletime", 3, "readonly", keys=(2, 2, 1), categories=f"{_KS} @read @slow",
+         tips="nondeterministic_output",
+         since="2.2.3",
+         summary="Returns the time since the last access to a Redis object.")
+def object_idletime(client: Client, argv: list[bytes]) -> object:
+    value = lookup_read(client, argv[2], touch=False)
+    if value is None:
+        return None
+    access = client.server.access
+    if access.lfu:
+        raise CommandError(_LFU_SELECTED)
+    return access.idle_ms(value.lru) // 1000
+
+
+@command("object|freq", 3, "readonly", keys=(2, 2, 1), categories=f"{_KS} @read @slow",
+         tips="nondeterministic_output",
+         since="4.0.0",
+         summary="Returns the logarithmic access frequency counter of a Redis object.")
+def object_freq(client: Client, argv: list[bytes]) -> object:
+    value = lookup_read(client, argv[2], touch=False)
+    if value is None:
+        return None
+    access = client.server.access
+    if not access.lfu:
+        raise CommandError(_LFU_NOT_SELECTED)
+    return access.decayed_counter(value.lru)
 
 
 @command("object|help", 2, "loading stale", categories=f"{_KS} @slow", since="6.2.0",
@@ -475,6 +515,12 @@ def object_help(client: Client, argv: list[bytes]) -> object:
         "ENCODING <key>",
         "    Return the kind of internal representation used in order to store the value",
         "    associated with a <key>.",
+        "FREQ <key>",
+        "    Return the access frequency index of the <key>. The returned integer is",
+        "    proportional to the logarithm of the recent access frequency of the key.",
+        "IDLETIME <key>",
+        "    Return the idle time of the <key>, that is the approximated number of",
+        "    seconds elapsed since the last access to the key.",
         "REFCOUNT <key>",
         "    Return the number of references of the value associated with the specified",
         "    <key>.",

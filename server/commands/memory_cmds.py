@@ -7,6 +7,7 @@ from server.client import Client
 from server.commands.help import help_reply
 from server.dispatch import command, container
 from server.errors import SYNTAX, CommandError
+from server.eviction import value_size
 from server.parsing import eq, parse_int
 
 container("memory", -2, summary="A container for memory diagnostics commands.", since="4.0.0",
@@ -40,14 +41,8 @@ def memory_usage(client: Client, argv: list[bytes]) -> object:
             i += 2
         else:
             raise CommandError(SYNTAX)
-    value = client.db.get(argv[2])
-    if value is None:
-        return None
-    key_overhead = 56 + len(argv[2])
-    usage = getattr(value, "memory_usage", None)
-    if usage is not None:
-        return key_overhead + usage()
-    return key_overhead + len(getattr(value, "data", b""))
+    value = client.db.peek(argv[2])
+    return None if value is None else value_size(argv[2], value)
 
 
 @command("memory|purge", 2, "", categories="@slow", since="4.0.0", group="server",

@@ -68,12 +68,18 @@ def xadd(client: Client, argv: list[bytes]) -> object:
         # the general path below for that form, without the parsing and the calls.
         key = argv[1]
         db = client.db
-        stream = db.data.get(key) if not db.expires else db.get(key)
+        stream = db.data.get(key) if not db.expires else db.peek(key)
         if stream is None:
             stream = Stream()
             db.add(key, stream)
-        elif type(stream) is not Stream:
-            raise WrongTypeError()
+        else:
+            access = db.access  # Database.get's touch (the key's last access), inlined
+            if access.touching and not access.lfu:
+                stream.lru = access.lru_clock
+            else:
+                access.touch(stream)
+            if type(stream) is not Stream:
+                raise WrongTypeError()
         server = client.server
         fields = argv[3:]
         try:  # (an exhausted stream raises MSG_EXHAUSTED here)

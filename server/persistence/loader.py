@@ -203,6 +203,9 @@ def _install(live: list[Database], loaded: list[Database]) -> None:
     for db, new in zip(live, loaded, strict=True):
         db.data = new.data
         db.expires = new.expires
+        initial = db.access.initial()  # loaded values are new objects, as in Redis
+        for value in db.data.values():
+            value.lru = initial
 
 
 def _starts_like_snapshot(path: str) -> bool:

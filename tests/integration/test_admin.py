@@ -409,7 +409,7 @@ def test_memory_purge_gives_freed_memory_back(c: Conn) -> None:
 
     before = used()
     value = "v" * 200
-    for batch in range(40):  # 20,000 entries, about 5 MB
+    for _batch in range(40):  # 20,000 entries, about 5 MB
         c.sock.sendall(b"".join(encode("XADD", "big", "*", "f", value) for _ in range(500)))
         for _ in range(500):
             c.read()

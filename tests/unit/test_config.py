@@ -137,7 +137,8 @@ def test_listeners_run_after_a_set() -> None:
 
 def test_matching_uses_redis_globs_case_insensitively() -> None:
     config = Config()
-    assert set(config.matching("maxmemory*")) == {"maxmemory", "maxmemory-policy"}
+    assert set(config.matching("maxmemory*")) == {
+        "maxmemory", "maxmemory-policy", "maxmemory-samples", "maxmemory-eviction-tenacity"}
     assert list(config.matching("PORT")) == ["port"]
     assert set(config.matching("stream-node-max-[be]*")) == {
         "stream-node-max-bytes", "stream-node-max-entries"}

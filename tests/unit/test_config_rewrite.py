@@ -224,6 +224,8 @@ def test_rewritten_file_loads_back_to_the_same_values(tmp_path: Path) -> None:
         "slowlog-max-len": "5", "acllog-max-len": "7", "latency-monitor-threshold": "9",
         "notify-keyspace-events": "KEA", "enable-debug-command": "yes",
         "latency-tracking": "no", "latency-tracking-info-percentiles": "",
+        "maxmemory-samples": "7", "maxmemory-eviction-tenacity": "20",
+        "lfu-log-factor": "3", "lfu-decay-time": "0",
     }
     assert set(values) == {spec.name for spec in OPTIONS}, "cover every option"
     config = Config()
