@@ -34,6 +34,7 @@ NO_REPLY = Raw(b"")  # a handler's reply when the client must get nothing (SHUTD
 _NO_AUTH = frozenset({b"auth", b"hello", b"quit", b"reset"})
 # Commands run at once even inside MULTI.
 _MULTI_IMMEDIATE = frozenset({b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"})
+_OOM_IN_MULTI_OK = frozenset({b"exec", b"discard", b"quit", b"reset"})
 
 
 @dataclass(slots=True)
@@ -315,6 +316,12 @@ def _execute_checked(client: Client, argv: list[bytes]) -> Any:
         if refusal is not None:
             spec.rejected_calls += 1
             return _reject(client, argv, refusal)
+    # Out of memory, a transaction queues nothing more: any command but EXEC, DISCARD, QUIT
+    # and RESET is refused (queued commands take memory too).
+    if (client.multi is not None and server.maxmemory and name.lower() not in _OOM_IN_MULTI_OK
+            and server.out_of_memory()):
+        spec.rejected_calls += 1
+        return _reject(client, argv, OOM_TEXT)
     # CLIENT PAUSE: the command waits for the end of the pause, unless it is refused (Redis
     # makes the OOM and MISCONF checks before the pause's).
     if (pause.mode is not None and pause.holds(client, spec)

@@ -355,10 +355,12 @@ class Database:
 
 
 def sample_keys(mapping: dict[bytes, object] | dict[bytes, int], n: int) -> list[bytes]:
-    """n keys from a random place. A dict cannot be indexed, so large ones give a run of n
-    keys from a random offset (islice skips at C speed), much as Redis samples a few buckets."""
+    """n keys from a random place. A dict cannot be indexed: up to a few thousand keys they
+    are drawn from a copy of its keys; larger ones give a run of n keys from a random offset
+    (islice skips at C speed), much as Redis samples a few buckets, though a run holds keys
+    added about the same time (which biases the eviction pool on very large keyspaces)."""
     size = len(mapping)
-    if size <= 1000:
+    if size <= 5000:
         keys = list(mapping)
         return random.sample(keys, n) if n <= size else keys
     start = random.randrange(size - n + 1) if n <= size else 0
