@@ -23,7 +23,9 @@ from server.errors import SYNTAX, CommandError
 from server.info import render_info
 from server.parsing import parse_int
 from server.persistence.aof_wait import AOF_OFF_TEXT
+from server.persistence.dump_payload import dump
 from storage.digest import dataset_digest, value_digest
+from storage.keyspace import object_encoding
 
 _ADMIN = "@admin @slow @dangerous"
 
@@ -240,6 +242,8 @@ def debug(client: Client, argv: list[bytes]) -> object:
         return SimpleString(dataset_digest(client.server.dbs))
     if sub == b"digest-value":
         return [SimpleString(value_digest(client.db, key)) for key in argv[2:]]
+    if sub == b"object" and len(argv) == 3:
+        return _debug_object(client, argv[2])
     handler = client.server.debug_handlers.get(sub.decode(errors="replace"))
     if handler is not None:  # DEBUG RELOAD & co, registered by persistence
         return handler(client, argv)
@@ -249,6 +253,8 @@ def debug(client: Client, argv: list[bytes]) -> object:
             "    Output a hex signature representing the current DB content.",
             "DIGEST-VALUE <key> [<key> ...]",
             "    Output a hex signature of the values of all the specified keys.",
+            "OBJECT <key>",
+            "    Show low level info about `key` and associated value.",
             "RELOAD",
             "    Save the dataset to disk, flush it and load it back.",
             "SET-ACTIVE-EXPIRE <0|1>",
@@ -259,6 +265,19 @@ def debug(client: Client, argv: list[bytes]) -> object:
             "    Stop the server for <seconds>. Decimals allowed.",
         ])
     raise _debug_syntax(argv)
+
+
+def _debug_object(client: Client, key: bytes) -> object:
+    """DEBUG OBJECT: the value's address, its encoding, the length of its RDB serialization
+    (DUMP's payload without the type byte, version and checksum) and its `lru` field."""
+    value = client.db.peek(key)
+    if value is None:
+        raise CommandError("ERR no such key")
+    access = client.server.access
+    return SimpleString(
+        f"Value at:{id(value):#x} refcount:1 encoding:{object_encoding(value)} "
+        f"serializedlength:{len(dump(value)) - 11} lru:{value.lru} "
+        f"lru_seconds_idle:{access.idle_ms(value.lru) // 1000}")
 
 
 # -- SHUTDOWN --------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ runs this file against Debian's redis-server 7.0.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Iterator
 
@@ -16,7 +17,7 @@ import redis
 from tests.helpers import TARGET, ServerProcess
 from tests.integration.server_fixtures import module_server
 
-srv = module_server()
+srv = module_server("--enable-debug-command", "local")
 
 LFU_SELECTED = ("An LFU maxmemory policy is selected, idle time not tracked. Please note that "
                 "when switching between policies at runtime LRU and LFU data will take some "
@@ -175,3 +176,22 @@ def test_redis_cli_hotkeys_lists_the_most_used_keys(srv: ServerProcess, r: redis
     assert 'keyname: "hot"' in done.stdout
     assert 'keyname: "cold"' in done.stdout
     assert done.stdout.index('keyname: "hot"') < done.stdout.index('keyname: "cold"')
+
+
+def test_debug_object(r: redis.Redis) -> None:
+    """The value's encoding, serialized length (DUMP's payload less 11 bytes), lru field."""
+    old_stream(r, "s")
+    idle = r.execute_command("DEBUG", "OBJECT", "s").decode().rsplit(":", 1)[1]
+    assert int(idle) >= 1000  # (DEBUG OBJECT is no use of the key)
+    r.set("str", "hello")
+    r.set("n", "12345")
+    for key, encoding in (("s", "stream"), ("str", "embstr"), ("n", "int")):
+        reply = r.execute_command("DEBUG", "OBJECT", key).decode()
+        found = re.fullmatch(r"Value at:0x[0-9a-f]+ refcount:1 encoding:(\S+) "
+                             r"serializedlength:(\d+) lru:(\d+) lru_seconds_idle:(\d+)", reply)
+        assert found, reply
+        assert found.group(1) == encoding
+        assert int(found.group(2)) == len(r.dump(key)) - 11
+    assert int(found.group(4)) <= 1
+    with pytest.raises(redis.ResponseError, match="^no such key$"):
+        r.execute_command("DEBUG", "OBJECT", "missing")
