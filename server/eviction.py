@@ -20,10 +20,11 @@ figure again after handing the freed heap back to the system (server.heap).
 
 from __future__ import annotations
 
+import random
 import time
 from typing import TYPE_CHECKING, Any
 
-from storage.keyspace import Database, sample_keys
+from storage.keyspace import Database
 
 if TYPE_CHECKING:
     from server.app import Server
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 EVPOOL_SIZE = 16
 _KEY_OVERHEAD = 56  # MEMORY USAGE's per-key estimate, beside the key's length
 _ULLONG_MAX = (1 << 64) - 1
+_LIST_EACH_TIME = 5000  # keys: listing them costs about 20 us
 
 
 def time_limit_us(tenacity: int) -> float:
@@ -57,6 +59,8 @@ class Evictor:
         self.pool: list[tuple[int, int, bytes]] = []  # (score, db index, key), best last
         self.next_db = 0  # the random policies take the databases in turn
         self.running = False  # a run ran out of time and goes on from the event loop
+        # Per database: (when taken, the dict, its keys then) for _sample.
+        self._key_lists: dict[int, tuple[float, dict[bytes, Any], list[bytes]]] = {}
         self.policy = "noeviction"
         self.volatile = False
         self.kind = ""  # lru, lfu, ttl or random
@@ -134,7 +138,7 @@ class Evictor:
             db = dbs[self.next_db]
             keys = self._candidates(db)
             if keys:
-                return db, sample_keys(keys, 1)[0]
+                return db, self._sample(db, keys, 1)[0]
         return None
 
     def _pool_key(self) -> tuple[Database, bytes] | None:
@@ -146,7 +150,7 @@ class Evictor:
                 keys = self._candidates(db)
                 if keys:
                     any_keys = True
-                    self._populate(db, sample_keys(keys, samples))
+                    self._populate(db, self._sample(db, keys, samples))
             if not any_keys:
                 return None
             # The best candidate still there (keys in the pool may have gone since).
@@ -156,6 +160,26 @@ class Evictor:
                 if key in self._candidates(db):
                     return db, key
         return None
+
+    def _sample(self, db: Database, keys: dict[bytes, Any], count: int) -> list[bytes]:
+        """Up to `count` keys drawn at random from `keys` (dictGetSomeKeys). A dict cannot be
+        indexed: a small one is listed each time; a large one (over _LIST_EACH_TIME keys) is
+        listed at most once a second, or once a quarter of the keys drawn from the list are
+        gone: keys added in between wait for the next list, keys deleted are skipped."""
+        if len(keys) <= _LIST_EACH_TIME:
+            listed = list(keys)
+            return random.sample(listed, count) if count < len(listed) else listed
+        now = time.monotonic()
+        taken = self._key_lists.get(db.id)
+        if taken is None or taken[1] is not keys or now - taken[0] > 1.0:
+            taken = self._key_lists[db.id] = (now, keys, list(keys))
+        picks = random.sample(taken[2], min(count, len(taken[2])))
+        found = [key for key in picks if key in keys]
+        if len(found) * 4 < len(picks) * 3:  # the list is stale: take it again
+            listed = list(keys)
+            self._key_lists[db.id] = (now, keys, listed)
+            found = random.sample(listed, min(count, len(listed)))
+        return found
 
     def _populate(self, db: Database, keys: list[bytes]) -> None:
         """evictionPoolPopulate: sampled keys join the pool when they beat its worst."""

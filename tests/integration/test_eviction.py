@@ -2,8 +2,9 @@
 (INFO's evicted_keys, WATCH, the AOF).
 
 Memory here is the resident size, read by the cron: the servers run at hz 100 and the writes come
-in batches with a cron tick between them. `XSTREAMD_TEST_TARGET=redis` runs this file against
-Debian's redis-server 7.0 (whose memory is its allocator's count).
+in batches with a cron tick between them. Each test has a server of its own.
+`XSTREAMD_TEST_TARGET=redis` runs this file against Debian's redis-server 7.0 (whose memory is
+its allocator's count).
 """
 
 from __future__ import annotations
@@ -14,10 +15,18 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from tests.helpers import ServerProcess
-from tests.integration.server_fixtures import module_server
+from tests.helpers import TARGET, ServerProcess
 
-srv = module_server("--hz", "100", "--enable-debug-command", "local")
+
+@pytest.fixture
+def srv() -> Iterator[ServerProcess]:
+    """A server per test: memory freed by an earlier test's keys would stay in the resident
+    size (Python keeps part of it), and shift where the next test's limit is."""
+    proc = ServerProcess(TARGET, extra_args=["--appendonly", "no", "--hz", "100",
+                                             "--enable-debug-command", "local"]).start()
+    yield proc
+    proc.stop()
+
 
 VALUE = "x" * 2000  # a key: a stream of one entry of about 2 KB
 HEADROOM = 4 * 1024 * 1024
@@ -26,13 +35,7 @@ HEADROOM = 4 * 1024 * 1024
 @pytest.fixture
 def r(srv: ServerProcess) -> Iterator[redis.Redis]:
     client = redis.Redis(host=srv.host, port=srv.port)
-    client.config_set("maxmemory", "0")
-    client.flushall()
-    client.config_resetstat()
     yield client
-    client.config_set("maxmemory", "0")
-    client.config_set("maxmemory-policy", "noeviction")
-    client.config_set("maxmemory-samples", "5")
     client.close()
 
 
@@ -42,7 +45,7 @@ def used(r: redis.Redis) -> int:
 
 def limit_memory(r: redis.Redis, policy: str) -> int:
     """maxmemory a few MB above what the server uses now; returns the limit."""
-    time.sleep(0.05)  # (a fresh reading after FLUSHALL)
+    time.sleep(0.05)  # (a fresh reading)
     limit = used(r) + HEADROOM
     r.config_set("maxmemory-policy", policy)
     r.config_set("maxmemory", str(limit))
@@ -79,6 +82,14 @@ def write_until_evicted(r: redis.Redis, prefix: str, evictions: int) -> None:
     raise AssertionError("no eviction")
 
 
+def write_until_refused(r: redis.Redis, prefix: str) -> None:
+    """Write keys until the server refuses one with OOM (nothing left to evict)."""
+    for batch in range(400):
+        if write(r, f"{prefix}{batch}", 50):
+            return
+    raise AssertionError("never refused")
+
+
 def surviving(r: redis.Redis, prefix: str, count: int) -> int:
     return sum(r.exists(f"{prefix}:{i}") for i in range(count))
 
@@ -89,10 +100,11 @@ def test_allkeys_policies_keep_memory_under_the_limit(r: redis.Redis, policy: st
     assert write(r, "k", 6000) == 0  # 12 MB into 4 MB: no write is refused
     evicted = int(r.info("stats")["evicted_keys"])
     assert evicted > 1000
-    assert 0 < r.dbsize() == 6000 - evicted
+    assert 0 < r.dbsize() <= 6000 - evicted  # (Redis evicts before any command, INFO too)
     time.sleep(0.05)
     assert used(r) < limit + 1024 * 1024
-    assert r.exists("k:5999")  # the last write is there
+    if policy != "allkeys-random":  # (a random eviction may take any key, the last one too)
+        assert r.exists("k:5999")  # the last write is there
 
 
 @pytest.mark.parametrize("policy", ["volatile-lru", "volatile-lfu", "volatile-random",
@@ -108,23 +120,23 @@ def test_volatile_policies_evict_only_keys_with_a_ttl(r: redis.Redis, policy: st
     # With no key left that has a TTL, nothing can be evicted: writes are refused.
     for key in r.scan_iter("vol*"):
         r.persist(key)
-    assert write(r, "more", 3000) > 0
+    write_until_refused(r, "more")
     assert surviving(r, "keep", 500) == 500
 
 
 def test_out_of_memory_a_transaction_queues_nothing(r: redis.Redis) -> None:
     """Over maxmemory with nothing to evict, MULTI refuses even reads; EXEC and DISCARD run."""
     limit_memory(r, "volatile-lru")
-    assert write(r, "k", 3000) > 0  # no key has a TTL: full
+    write_until_refused(r, "k")  # no key has a TTL: full
     pipe = r.pipeline(transaction=True)
-    pipe.xlen("k:0")
+    pipe.xlen("k0:0")
     with pytest.raises(redis.exceptions.OutOfMemoryError):  # (EXECABORT, the cause raised)
         pipe.execute()
     conn = r.connection_pool.get_connection()
     try:
         conn.send_command("MULTI")
         assert conn.read_response() == b"OK"
-        conn.send_command("XLEN", "k:0")
+        conn.send_command("XLEN", "k0:0")
         with pytest.raises(redis.exceptions.OutOfMemoryError):
             conn.read_response()
         conn.send_command("DISCARD")
@@ -165,10 +177,11 @@ def test_lfu_evicts_the_keys_used_least(r: redis.Redis) -> None:
 
 def test_volatile_ttl_evicts_the_nearest_expiry(r: redis.Redis) -> None:
     limit_memory(r, "volatile-ttl")
+    r.config_set("maxmemory-samples", "64")  # (see test_lru_evicts_the_keys_idle_longest)
     assert write(r, "late", 600, ttl=100_000) == 0
-    for batch in range(200):
+    for batch in range(200):  # while most sampled keys are "soon" ones
         assert write(r, f"soon{batch}", 50, ttl=1_000) == 0
-        if int(r.info("stats")["evicted_keys"]) >= 1000:
+        if int(r.info("stats")["evicted_keys"]) >= 300:
             break
     assert surviving(r, "late", 600) == 600
 
