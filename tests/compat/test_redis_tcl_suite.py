@@ -76,10 +76,7 @@ UNITS: dict[str, tuple[int, set[str]]] = {
         "SCAN: Lazy-expire should not be wrapped in MULTI/EXEC",
         "RANDOMKEY: Lazy-expire should not be wrapped in MULTI/EXEC",
     }),
-    # DEBUG OBJECT is not implemented.
-    "dump": (11, {
-        "RESTORE with ABSTTL in the past",
-    }),
+    "dump": (12, set()),
     # Commands that are not implemented (scripting, LCS, sorted sets, SORT, MIGRATE, geo,
     # CLUSTER): the access-time tests (TTL, TYPE, EXISTS, TOUCH) pass.
     "introspection-2": (25, {
