@@ -71,6 +71,7 @@ class Evictor:
         self.volatile = policy.startswith("volatile-")
         self.kind = policy.split("-", 1)[1] if "-" in policy else ""
         self.server.access.lfu = self.kind == "lfu"
+        self.server.access.lru_policy = self.kind == "lru"
         self.pool.clear()
 
     # -- performEvictions ---------------------------------------------------------------------

@@ -32,11 +32,12 @@ class AccessClock:
     lru_clock and minutes are cached as Redis caches server.lruclock: Server.cron calls
     tick() (at hz 10 a second's resolution needs nothing finer)."""
 
-    __slots__ = ("lfu", "lru_clock", "minutes", "log_factor", "decay_time", "touching",
-                 "_random")
+    __slots__ = ("lfu", "lru_policy", "lru_clock", "minutes", "log_factor", "decay_time",
+                 "touching", "_random")
 
     def __init__(self, now_ms: int | None = None) -> None:
         self.lfu = False  # maxmemory-policy is volatile-lfu or allkeys-lfu
+        self.lru_policy = False  # ... or volatile-lru / allkeys-lru (snapshots keep idle times)
         self.log_factor = 10  # lfu-log-factor
         self.decay_time = 1  # lfu-decay-time, minutes (0: never decays)
         # False while a command from a CLIENT NO-TOUCH client runs (lookups leave keys alone).

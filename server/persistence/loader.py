@@ -131,7 +131,8 @@ class Loader:
                     with open(path, "rb") as fh:
                         data = fh.read()
                     try:
-                        result = parse_snapshot(memoryview(data), len(server.dbs))
+                        result = parse_snapshot(memoryview(data), len(server.dbs),
+                                                access=server.access)
                     except SnapshotError as exc:
                         raise SnapshotError(f"Error loading the AOF base {f.name}: {exc}") \
                             from None
@@ -147,7 +148,7 @@ class Loader:
         p = self.p
         dbs = p.server.dbs
         with self._loading():
-            result = load_file(path, len(dbs))
+            result = load_file(path, len(dbs), access=p.server.access)
             _install(dbs, result.dbs)
         p.keys_loaded = result.keys_loaded
         p.keys_expired = result.keys_expired
@@ -203,9 +204,6 @@ def _install(live: list[Database], loaded: list[Database]) -> None:
     for db, new in zip(live, loaded, strict=True):
         db.data = new.data
         db.expires = new.expires
-        initial = db.access.initial()  # loaded values are new objects, as in Redis
-        for value in db.data.values():
-            value.lru = initial
 
 
 def _starts_like_snapshot(path: str) -> bool:

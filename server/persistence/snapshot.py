@@ -18,15 +18,18 @@ from collections.abc import Callable, Iterable
 from typing import BinaryIO
 
 from server.persistence import groups_codec
+from storage.access import AccessClock
 from storage.keyspace import Database, StringValue
 from storage.stream import Stream, StreamCorruption
 from storage.stream_id import StreamID, id_to_key, key_to_id
 
 MAGIC = b"XSNAP"
-VERSION = 1
-HEADER = MAGIC + b"%03d" % VERSION  # b"XSNAP001"
+VERSION = 2  # 2: IDLE and FREQ records (files of version 1 load as they are)
+HEADER = MAGIC + b"%03d" % VERSION  # b"XSNAP002"
 
 OP_STRING = 0x00
+OP_IDLE = 0xF8  # as RDB_OPCODE_IDLE / FREQ: the next key's access time or frequency
+OP_FREQ = 0xF9
 OP_STREAM = 0x15
 OP_AUX = 0xFA
 OP_RESIZEDB = 0xFB
@@ -121,11 +124,20 @@ def write_snapshot(out: BinaryIO, dbs: Iterable[Database], now_ms: int | None = 
         w.varint(len(db.data))
         w.varint(len(db.expires))
         expires = db.expires
+        # Under an LRU policy each key's idle seconds are kept, under an LFU one its counter
+        # (rdbSaveKeyValuePair); under the others neither.
+        access = db.access
         for key, value in list(db.data.items()):
             when = expires.get(key)
             if when is not None:
                 w.byte(OP_EXPIRETIME_MS)
                 w.u64(when)
+            if access.lfu:
+                w.byte(OP_FREQ)
+                w.byte(access.decayed_counter(value.lru))
+            elif access.lru_policy:
+                w.byte(OP_IDLE)
+                w.varint(access.idle_ms(value.lru) // 1000)
             _write_value(w, key, value)
             keys += 1
             if per_key is not None:
@@ -242,8 +254,10 @@ class LoadResult:
         self.aux: dict[bytes, bytes] = {}
 
 
-def parse_snapshot(data: bytes | memoryview, ndbs: int, now_ms: int | None = None) -> LoadResult:
-    """Check and decode a whole snapshot into fresh databases (ndbs of them)."""
+def parse_snapshot(data: bytes | memoryview, ndbs: int, now_ms: int | None = None,
+                   access: AccessClock | None = None) -> LoadResult:
+    """Check and decode a whole snapshot into fresh databases (ndbs of them), whose values
+    get their `lru` from `access` (the server's, for its policy) and the file's IDLE / FREQ."""
     if len(data) < len(HEADER) + 5 or not bytes(data[:len(MAGIC)]) == MAGIC:
         raise SnapshotError("not a snapshot file (bad magic)")
     version_text = bytes(data[len(MAGIC):len(HEADER)])
@@ -254,10 +268,12 @@ def parse_snapshot(data: bytes | memoryview, ndbs: int, now_ms: int | None = Non
     if zlib.crc32(data[:end]) != expected:
         raise SnapshotError("checksum mismatch: the file is damaged")
     r = SnapshotReader(data, len(HEADER), end)
-    result = LoadResult([Database(i) for i in range(ndbs)])
+    access = access if access is not None else AccessClock()
+    result = LoadResult([Database(i, access=access) for i in range(ndbs)])
     now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
     db: Database | None = None
     expire: int | None = None
+    idle = freq = -1  # the next key's, from IDLE / FREQ records (-1: none)
     while True:
         at = r.pos
         op = r.byte()
@@ -279,6 +295,10 @@ def parse_snapshot(data: bytes | memoryview, ndbs: int, now_ms: int | None = Non
             r.varint()
         elif op == OP_EXPIRETIME_MS:
             expire = r.u64()
+        elif op == OP_IDLE:
+            idle = r.varint()
+        elif op == OP_FREQ:
+            freq = r.byte()
         elif op in (OP_STRING, OP_STREAM):
             if db is None:
                 raise SnapshotError(f"key before any database selector at offset {at}")
@@ -289,11 +309,14 @@ def parse_snapshot(data: bytes | memoryview, ndbs: int, now_ms: int | None = Non
             if expire is not None and expire <= now:
                 result.keys_expired += 1  # already dead: skipped, as a Redis master does
             else:
+                restored = access.restored(idle, freq)  # objectSetLRUOrLFU
+                value.lru = restored if restored is not None else access.initial()
                 db.data[key] = value
                 if expire is not None:
                     db.expires[key] = expire
                 result.keys_loaded += 1
             expire = None
+            idle = freq = -1
         else:
             raise SnapshotError(f"unknown record type {op:#04x} at offset {at}")
     return result
@@ -329,7 +352,7 @@ def clone_stream(stream: Stream) -> Stream:
     return _read_stream(SnapshotReader(data, 0, len(data)), 0)
 
 
-def load_file(path: str, ndbs: int) -> LoadResult:
+def load_file(path: str, ndbs: int, access: AccessClock | None = None) -> LoadResult:
     with open(path, "rb") as fh:
         data = fh.read()
-    return parse_snapshot(memoryview(data), ndbs)
+    return parse_snapshot(memoryview(data), ndbs, access=access)

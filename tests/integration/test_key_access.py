@@ -195,3 +195,19 @@ def test_debug_object(r: redis.Redis) -> None:
     assert int(found.group(4)) <= 1
     with pytest.raises(redis.ResponseError, match="^no such key$"):
         r.execute_command("DEBUG", "OBJECT", "missing")
+
+
+def test_idle_times_survive_debug_reload_under_an_lru_policy(r: redis.Redis) -> None:
+    """The snapshot keeps them (as an RDB does under an LRU or LFU policy)."""
+    r.config_set("maxmemory-policy", "allkeys-lru")
+    old_stream(r, "s")
+    r.xadd("fresh", {"f": "v"})
+    assert r.execute_command("DEBUG", "RELOAD") == b"OK"
+    assert r.object("idletime", "s") >= 1000
+    assert r.object("idletime", "fresh") <= 1
+    r.config_set("maxmemory-policy", "allkeys-lfu")
+    r.config_set("lfu-decay-time", "0")
+    r.xadd("tmp", {"f": "v"}, id="1-1")
+    assert r.restore("f", 0, r.dump("tmp"), frequency=99)
+    assert r.execute_command("DEBUG", "RELOAD") == b"OK"
+    assert r.object("freq", "f") == 99

@@ -214,3 +214,39 @@ def test_random_streams_round_trip(seed: int, n: int) -> None:
     db.data[b"s"] = _busy_stream(random.Random(seed), n)
     loaded = parse_snapshot(_dump([db]), 1, now_ms=NOW).dbs
     assert _db_state(loaded) == _db_state([db])
+
+
+def test_access_times_and_counters_are_kept_under_lru_and_lfu_policies() -> None:
+    """IDLE records under an LRU policy, FREQ under an LFU one, neither otherwise; loading
+    applies whichever the loading server's policy reads (objectSetLRUOrLFU)."""
+    from storage.access import AccessClock
+
+    clock = AccessClock(now_ms=NOW)
+    db = Database(0, access=clock)
+    db.set(b"old", StringValue(b"v"))
+    db.set(b"new", StringValue(b"v"))
+    db.data[b"old"].lru = clock.lru_clock - 500  # used 500 s ago
+    plain = _dump([db])  # noeviction: no record
+    clock.lru_policy = True
+    with_idle = _dump([db])
+    assert len(with_idle) == len(plain) + 3 + 2  # IDLE 500 (2-byte varint), IDLE 0
+    loaded = parse_snapshot(with_idle, 1, now_ms=NOW, access=clock).dbs[0].data
+    assert clock.idle_ms(loaded[b"old"].lru) == 500_000
+    assert clock.idle_ms(loaded[b"new"].lru) == 0
+    fresh = parse_snapshot(plain, 1, now_ms=NOW, access=clock).dbs[0].data
+    assert clock.idle_ms(fresh[b"old"].lru) == 0  # no record: a new key's
+    clock.lru_policy = False
+    clock.lfu = True
+    db.data[b"old"].lru = (clock.minutes << 8) | 77
+    with_freq = _dump([db])
+    loaded = parse_snapshot(with_freq, 1, now_ms=NOW, access=clock).dbs[0].data
+    assert clock.decayed_counter(loaded[b"old"].lru) == 77
+
+
+def test_version_1_files_still_load() -> None:
+    db = Database(0)
+    db.set(b"k", StringValue(b"v"))
+    body = _dump([db])[:-4]
+    assert body.startswith(b"XSNAP002")
+    old = _recrc(b"XSNAP001" + body[8:])
+    assert parse_snapshot(old, 1, now_ms=NOW).dbs[0].data[b"k"].data == b"v"
