@@ -437,6 +437,7 @@ class Server:
                 self.heap.trim_if_freed(HEAP_TRIM_MIN_FREED)
             if self.maxmemory:
                 self._measure_memory(self.cached_monotonic)
+            self.evictor.forget_stale(self.cached_monotonic)
             idle_timeout = self.config["timeout"]
             if idle_timeout:
                 now = self.cached_monotonic

@@ -182,6 +182,13 @@ class Evictor:
             found = random.sample(listed, min(count, len(listed)))
         return found
 
+    def forget_stale(self, now: float) -> None:
+        """Drop the key lists _sample would take again anyway (from the cron): they hold
+        deleted keys, and their memory, until then."""
+        for index, (taken, _keys, _listed) in list(self._key_lists.items()):
+            if now - taken > 1.0:
+                del self._key_lists[index]
+
     def _populate(self, db: Database, keys: list[bytes]) -> None:
         """evictionPoolPopulate: sampled keys join the pool when they beat its worst."""
         pool = self.pool
