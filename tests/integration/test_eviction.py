@@ -126,23 +126,25 @@ def test_volatile_policies_evict_only_keys_with_a_ttl(r: redis.Redis, policy: st
 
 def test_out_of_memory_a_transaction_queues_nothing(r: redis.Redis) -> None:
     """Over maxmemory with nothing to evict, MULTI refuses even reads; EXEC and DISCARD run."""
-    limit_memory(r, "volatile-lru")
-    write_until_refused(r, "k")  # no key has a TTL: full
+    r.xadd("k", {"f": "v"})  # no TTL: volatile-lru may not evict it
+    r.config_set("maxmemory-policy", "volatile-lru")
+    r.config_set("maxmemory", "1")  # (any server is over that)
     pipe = r.pipeline(transaction=True)
-    pipe.xlen("k0:0")
+    pipe.xlen("k")
     with pytest.raises(redis.exceptions.OutOfMemoryError):  # (EXECABORT, the cause raised)
         pipe.execute()
     conn = r.connection_pool.get_connection()
     try:
         conn.send_command("MULTI")
         assert conn.read_response() == b"OK"
-        conn.send_command("XLEN", "k0:0")
+        conn.send_command("XLEN", "k")
         with pytest.raises(redis.exceptions.OutOfMemoryError):
             conn.read_response()
         conn.send_command("DISCARD")
         assert conn.read_response() == b"OK"
     finally:
         r.connection_pool.release(conn)
+    assert r.xlen("k") == 1  # outside MULTI a read still runs
 
 
 def test_lru_evicts_the_keys_idle_longest(r: redis.Redis) -> None:
