@@ -211,3 +211,23 @@ def test_idle_times_survive_debug_reload_under_an_lru_policy(r: redis.Redis) -> 
     assert r.restore("f", 0, r.dump("tmp"), frequency=99)
     assert r.execute_command("DEBUG", "RELOAD") == b"OK"
     assert r.object("freq", "f") == 99
+
+
+def test_bad_input(r: redis.Redis) -> None:
+    r.xadd("s", {"f": "v"})
+    for args, text in (
+        (("OBJECT", "IDLETIME"), "wrong number of arguments for 'object|idletime' command"),
+        (("OBJECT", "FREQ", "s", "x"), "wrong number of arguments for 'object|freq' command"),
+        (("DEBUG", "OBJECT"), "unknown subcommand or wrong number of arguments for 'OBJECT'. "
+                              "Try DEBUG HELP."),
+        (("RESTORE", "k", "0", "x", "IDLETIME", "-1"), "Invalid IDLETIME value, must be >= 0"),
+        (("RESTORE", "k", "0", "x", "FREQ", "256"),
+         "Invalid FREQ value, must be >= 0 and <= 255"),
+        (("CONFIG", "SET", "maxmemory-policy", "sometimes"),
+         "CONFIG SET failed (possibly related to argument 'maxmemory-policy') - argument(s) "
+         "must be one of the following: volatile-lru, volatile-lfu, volatile-random, "
+         "volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"),
+    ):
+        with pytest.raises(redis.ResponseError) as caught:
+            r.execute_command(*args)
+        assert str(caught.value) == text, args
