@@ -13,10 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 from protocol.encoder import encode_into
-from server import command_stats
+from server import command_stats, notify
 from server.acl_log import AclLog
 from server.blocking import POSTPONE, Blocking, BlockRequest, timeout_reply
-from server.client import REPLY_MUTED, Client
+from server.client import REPLY_MUTED, REPLY_PUSHES_WAITING, Client
 from server.config import Config
 from server.dispatch import CommandSpec, all_specs, commands_processed, lookup, run_commands
 from server.errors import OOM_TEXT
@@ -25,6 +25,7 @@ from server.heap import HeapTrimmer
 from server.latency import LatencyMonitor
 from server.log import Logger
 from server.pause import ClientPause
+from server.pubsub import PubSub
 from server.stats import Stats
 from storage.access import AccessClock
 from storage.keyspace import Database
@@ -69,6 +70,7 @@ class Server:
         self.dbs = [Database(i, access=self.access) for i in range(config["databases"])]
         for db in self.dbs:
             db.on_expire = self._key_expired
+            db.on_new = self._key_created
         self.clients: dict[int, Client] = {}
         self.next_client_id = 1
         self.stats = Stats()
@@ -84,6 +86,10 @@ class Server:
         self.refusal_checks: list[Callable[[Client, CommandSpec], str | None]] = []
         self.watched_keys: dict[tuple[int, bytes], set[Client]] = {}
         self.monitors: list[Client] = []
+        self.pubsub = PubSub(self)
+        self.current_client: Client | None = None  # whose commands run_commands is running
+        # notify-keyspace-events as bits (server/notify.py); 0, the default, sends nothing.
+        self.notify_flags: int = self._mirror("notify-keyspace-events", "notify_flags")
         self.slowlog: deque[SlowlogEntry] = deque()
         self.acl_log = AclLog()
         self.slowlog_next_id = 0
@@ -136,6 +142,7 @@ class Server:
                                                     "query_buffer_limit")
         # (hard, soft, soft_seconds) for normal clients, None when unlimited (the default).
         self.normal_output_limit: tuple[int, int, int] | None = None
+        self.pubsub_output_limit: tuple[int, int, int] | None = None  # clients in Pub/Sub mode
         self._set_output_limits(config["client-output-buffer-limit"])
         config.on_change("client-output-buffer-limit", self._set_output_limits)
         config.on_change("proto-max-bulk-len", self._set_bulk_limit)
@@ -145,6 +152,36 @@ class Server:
         if client.reply_flags & REPLY_MUTED:  # CLIENT REPLY OFF / SKIP
             return
         encode_into(client.out, value, client.protocol)
+        if not client.pending_write:
+            self.queue_write(client)
+
+    def notify(self, kind: int, event: bytes, key: bytes, dbid: int) -> None:
+        """notifyKeyspaceEvent: publish an event of class `kind` about `key` (a no-op unless
+        notify-keyspace-events asks for that class)."""
+        flags = self.notify_flags
+        if not flags & kind:
+            return
+        if flags & notify.KEYSPACE:
+            self.pubsub.publish(notify.keyspace_channel(dbid, key), event)
+        if flags & notify.KEYEVENT:
+            self.pubsub.publish(notify.keyevent_channel(dbid, event), key)
+
+    def notify_replaced(self, db: Database, key: bytes, old: object, new: object) -> None:
+        """The overwritten / type_changed events of a write that replaced `old` with `new`."""
+        if self.notify_flags:
+            for kind, event in notify.replaced_events(old, new):
+                self.notify(kind, event, key, db.id)
+
+    def write_push(self, client: Client, data: bytes) -> None:
+        """Encoded Pub/Sub output (a message, a subscription's confirmation): written even
+        under CLIENT REPLY OFF, as Redis's CLIENT_PUSHING does."""
+        if client.closed:
+            return
+        if client is self.current_client:  # after its command's reply (command_done)
+            client.waiting_pushes.append(data)
+            client.reply_flags |= REPLY_PUSHES_WAITING
+            return
+        client.out.append(data)
         if not client.pending_write:
             self.queue_write(client)
 
@@ -183,7 +220,8 @@ class Server:
         if pending:
             self.pending_writes = []
             # Without an output limit an authenticated client's output goes straight to the
-            # transport (sink.send); the sink's write() applies the limits.
+            # transport (sink.send); the sink's write() applies the limits (a subscriber's
+            # are the pubsub class's).
             unlimited = self.normal_output_limit is None
             written = writes = 0
             for client in pending:
@@ -198,7 +236,7 @@ class Server:
                     client.out = []
                     written += len(data)
                     writes += 1
-                    if unlimited and client.authenticated:
+                    if unlimited and client.authenticated and not client.subscribed:
                         sink.send(data)
                     else:
                         sink.write(data)
@@ -257,8 +295,12 @@ class Server:
     def _key_expired(self, db: Database, key: bytes) -> None:
         """A key's time passed (lazily or in the active cycle): log a DEL, as Redis does."""
         self.stats.expired_keys += 1
+        self.notify(notify.EXPIRED, b"expired", key, db.id)
         self.propagate(db, [b"DEL", key])
         self.key_changed(db, key)
+
+    def _key_created(self, db: Database, key: bytes) -> None:
+        self.notify(notify.NEW, b"new", key, db.id)
 
     def touch_all_watched(self, db: Database | None = None) -> None:
         """FLUSHDB/FLUSHALL/SWAPDB: every watched key in db (or all dbs) is dirty."""
@@ -334,6 +376,8 @@ class Server:
     def _set_output_limits(self, limits: dict[str, tuple[int, int, int]]) -> None:
         normal = limits.get("normal")
         self.normal_output_limit = normal if normal and (normal[0] or normal[1]) else None
+        pubsub = limits.get("pubsub")
+        self.pubsub_output_limit = pubsub if pubsub and (pubsub[0] or pubsub[1]) else None
 
     def _set_bulk_limit(self, limit: int) -> None:
         """CONFIG SET proto-max-bulk-len applies to connections already open too."""
@@ -389,6 +433,7 @@ class Server:
         self.blocking.remove_client(client)
         self.pause.forget(client)
         self.unwatch_all(client)
+        self.pubsub.forget(client)
         if client.monitor and client in self.monitors:
             self.monitors.remove(client)
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from server.app import Server
     from server.blocking import BlockState
+    from server.pubsub import Subscriptions
     from storage.keyspace import Database
 
 
@@ -16,6 +17,9 @@ REPLY_OFF = 1
 REPLY_SKIP = 2
 REPLY_SKIP_NEXT = 4
 REPLY_MUTED = REPLY_OFF | REPLY_SKIP  # no reply reaches the client while one of these is set
+# Pub/Sub output for the client whose command is running waits for that command's reply
+# (a RESP3 subscriber publishing to itself gets PUBLISH's reply first, as in Redis 7.2+).
+REPLY_PUSHES_WAITING = 8
 
 
 class ClientSink(Protocol):
@@ -38,7 +42,8 @@ class Client:
         "watched", "watched_stale", "cas_dirty", "reply_flags", "in_exec", "blocked", "out",
         "close_after_reply", "closed",
         "monitor", "no_evict", "no_touch", "pending_write", "argv_bytes", "user",
-        "obl_soft_since", "pending_cmds", "aof_woff", "block_exec_us",
+        "obl_soft_since", "pending_cmds", "aof_woff", "block_exec_us", "subs", "subscribed",
+        "checked_path", "waiting_pushes",
     )
 
     def __init__(self, client_id: int, server: Server, sink: ClientSink | None,
@@ -85,12 +90,27 @@ class Client:
         self.obl_soft_since = 0.0
         self.pending_cmds: list[list[bytes]] = []
         self.aof_woff = 0  # the AOF write pass that carried its last write (WAITAOF)
+        self.subs: Subscriptions | None = None  # its Pub/Sub subscriptions (server/pubsub.py)
+        self.subscribed = False  # in Pub/Sub mode: it holds at least one subscription
+        # Its commands take the checked path (dispatch._execute_checked) even when nothing
+        # else would send them there: see refresh_checked_path.
+        self.checked_path = False
+        self.waiting_pushes: list[bytes] = []  # see REPLY_PUSHES_WAITING
+
+    def refresh_checked_path(self) -> None:
+        """To be called when no_touch, subscribed or protocol change. NO-TOUCH needs call()'s
+        handling; a RESP2 client in Pub/Sub mode may run only a few commands."""
+        self.checked_path = self.no_touch or (self.subscribed and self.protocol == 2)
 
     def command_done(self) -> None:
         """resetClient's part for CLIENT REPLY: a SKIP ends with its command, and one asked
-        for by CLIENT REPLY SKIP applies from the next command."""
+        for by CLIENT REPLY SKIP applies from the next command. Then the Pub/Sub output the
+        command's reply held back."""
         flags = self.reply_flags
         self.reply_flags = (flags & REPLY_OFF) | (REPLY_SKIP if flags & REPLY_SKIP_NEXT else 0)
+        if flags & REPLY_PUSHES_WAITING:  # after the reply: the Pub/Sub output it held back
+            self.out += self.waiting_pushes
+            self.waiting_pushes = []
 
     def reply(self, value: Any) -> None:
         """Encode a reply into the output buffer and queue the client for the next write pass."""
@@ -105,7 +125,7 @@ class Client:
         return self.db.id
 
     def flags_text(self) -> str:
-        flags = ""
+        flags = "P" if self.subscribed else ""
         if self.multi is not None:
             flags += "x"
         if self.blocked is not None:

@@ -92,6 +92,18 @@ def _string(text: str) -> str:
     return text
 
 
+def _notify_flags(text: str) -> int:
+    from server.notify import parse_flags
+
+    return parse_flags(text)
+
+
+def _render_notify_flags(flags: int) -> str:
+    from server.notify import render_flags
+
+    return render_flags(flags)
+
+
 def _save_rules(text: str) -> list[tuple[int, int]]:
     """'3600 1 300 100' -> [(3600, 1), (300, 100)]; '' disables snapshots on a timer."""
     parts = text.split()
@@ -243,7 +255,7 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("latency-tracking", True, parse_bool),
     OptionSpec("latency-tracking-info-percentiles", [50.0, 99.0, 99.9], _percentiles,
                render=_render_percentiles),
-    OptionSpec("notify-keyspace-events", "", _string),
+    OptionSpec("notify-keyspace-events", 0, _notify_flags, render=_render_notify_flags),
     OptionSpec("enable-debug-command", "no", Choice("no", "yes", "local"), mutable=False),
 ]
 

@@ -102,7 +102,7 @@ def option_lines(spec: OptionSpec, value: Any, cwd: str) -> list[Line]:
         # Always written, as in Redis; "" for none, so that the defaults do not come back.
         return [(f"{name} {spec.render(value) if value else quote('')}", True)]
     if name == "notify-keyspace-events":
-        return [(f"{name} {quote(value)}", value != "")]
+        return [(f"{name} {quote(spec.render(value))}", value != 0)]
     if name in NULL_WHEN_EMPTY:
         return [(f"{name} {quote(value)}", True)] if value else []
     force = value != default

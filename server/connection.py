@@ -255,7 +255,9 @@ class Connection(asyncio.Protocol):
             if transport.get_write_buffer_size() > UNAUTH_OUTPUT_LIMIT:
                 self._over_output_limit(client)
             return
-        limits = self.server.normal_output_limit
+        # (Redis's client classes: a client in Pub/Sub mode has the pubsub class's limits.)
+        limits = (self.server.pubsub_output_limit if client is not None and client.subscribed
+                  else self.server.normal_output_limit)
         if limits is not None:
             self._check_output_limit(transport.get_write_buffer_size(), limits)
 

@@ -35,6 +35,9 @@ _NO_AUTH = frozenset({b"auth", b"hello", b"quit", b"reset"})
 # Commands run at once even inside MULTI.
 _MULTI_IMMEDIATE = frozenset({b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"})
 _OOM_IN_MULTI_OK = frozenset({b"exec", b"discard", b"quit", b"reset"})
+# What a RESP2 client in Pub/Sub mode may run.
+_PUBSUB_CONTEXT_OK = frozenset({"ping", "subscribe", "ssubscribe", "unsubscribe", "sunsubscribe",
+                                "psubscribe", "punsubscribe", "quit", "reset"})
 
 
 @dataclass(slots=True)
@@ -204,7 +207,8 @@ def unregister(name: str) -> None:
 def execute(client: Client, argv: list[bytes]) -> Any:
     """Run one command for client and return its reply value (errors as ErrorReply)."""
     spec = _BY_SENT_NAME.get(argv[0])
-    if spec is not None and client.authenticated and client.multi is None:
+    if (spec is not None and client.authenticated and client.multi is None
+            and not client.checked_path):
         argc = len(argv)
         arity = spec.arity
         if argc == arity if arity >= 0 else argc >= -arity:
@@ -224,13 +228,14 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
         client.pending_cmds.extend(commands)
         return
     server = client.server
+    server.current_client = client
     done = 0  # commands run so far (cheaper than enumerate() for the usual one)
     try:
         for argv in commands:
             done += 1
             spec = _BY_SENT_NAME.get(argv[0])
             if (spec is not None and client.authenticated and client.multi is None
-                    and not client.no_touch):
+                    and not client.checked_path):
                 argc = len(argv)
                 arity = spec.arity
                 if argc == arity if arity >= 0 else argc >= -arity:
@@ -279,6 +284,7 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
             if client.close_after_reply:
                 break
     finally:
+        server.current_client = None
         if client.out and not client.pending_write:  # (Server.queue_write, inlined)
             client.pending_write = True
             server.pending_writes.append(client)
@@ -308,6 +314,14 @@ def _execute_checked(client: Client, argv: list[bytes]) -> Any:
     if not client.authenticated and name.lower() not in _NO_AUTH:
         spec.rejected_calls += 1
         return _reject(client, argv, "NOAUTH Authentication required.")
+    # A RESP2 client in Pub/Sub mode reads messages: only these commands may interleave.
+    if (client.subscribed and client.protocol == 2
+            and (spec.parent or spec).name not in _PUBSUB_CONTEXT_OK):
+        refusal = server.refuse_reason(client, spec) or (
+            f"ERR Can't execute '{spec.fullname}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / "
+            "PING / QUIT / RESET are allowed in this context")
+        spec.rejected_calls += 1
+        return _reject(client, argv, refusal)
     # EXEC carries its queued commands' flags into the OOM and MISCONF checks: a refusal
     # discards the whole transaction before any of it runs.
     if (client.multi is not None and spec.name == "exec"

@@ -24,6 +24,7 @@ import random
 import time
 from typing import TYPE_CHECKING, Any
 
+from server import notify
 from storage.keyspace import Database
 
 if TYPE_CHECKING:
@@ -125,6 +126,7 @@ class Evictor:
         server.stats.evicted_keys += 1
         server.propagate(db, [b"DEL", key])
         server.key_changed(db, key)
+        server.notify(notify.EVICTED, b"evicted", key, db.id)
         server.latency.add_if_needed("eviction-del", int((time.perf_counter() - started) * 1000))
         return size
 

@@ -138,7 +138,7 @@ class _ScanIndex:
 class Database:
     """One numbered database."""
 
-    __slots__ = ("id", "data", "expires", "clock", "access", "on_expire",
+    __slots__ = ("id", "data", "expires", "clock", "access", "on_expire", "on_new",
                  "active_expire_enabled", "expiry_paused", "_scan_index")
 
     def __init__(self, db_id: int, clock: Callable[[], int] = now_ms,
@@ -152,6 +152,8 @@ class Database:
         self.access = access if access is not None else AccessClock()
         # Called with (db, key) after a key is deleted because its time passed.
         self.on_expire: Callable[[Database, bytes], None] | None = None
+        # Called with (db, key) after set() or add() created the key (dbAdd's "new" event).
+        self.on_new: Callable[[Database, bytes], None] | None = None
         self.active_expire_enabled = True  # DEBUG SET-ACTIVE-EXPIRE 0 turns the cycle off
         # While True (the server's clients are paused), keys whose time passed read as
         # missing but stay, so the data set does not change; the active cycle waits too.
@@ -207,12 +209,16 @@ class Database:
     # -- writes -------------------------------------------------------------------------------
     def set(self, key: bytes, value: object, keep_ttl: bool = False) -> None:
         """Store value at key, replacing any value (and its TTL unless keep_ttl)."""
-        if self._scan_index is not None and key not in self.data:
+        data = self.data
+        new = key not in data
+        if self._scan_index is not None and new:
             self._scan_index.pending.append(key)
         value.lru = self.access.initial()
-        self.data[key] = value
+        data[key] = value
         if not keep_ttl:
             self.expires.pop(key, None)
+        if new and self.on_new is not None:
+            self.on_new(self, key)
 
     def add(self, key: bytes, value: object) -> None:
         """Store a new key (the caller checked it is absent: it may still be held, expired,
@@ -223,6 +229,8 @@ class Database:
         self.data[key] = value
         if self.expires:
             self.expires.pop(key, None)
+        if self.on_new is not None:
+            self.on_new(self, key)
 
     def delete(self, key: bytes) -> bool:
         """Remove key; False when it did not exist (or had just expired)."""

@@ -10,6 +10,7 @@ from server.commands import (  # noqa: F401
     latency_cmds,
     memory_cmds,
     persistence_cmds,
+    pubsub_cmds,
     server_admin,
     stream_cmds,
     strings,

@@ -26,6 +26,19 @@ def validate_name(name: bytes, what: str) -> None:
 
 
 
+def client_type(client: Client) -> bytes:
+    """getClientType: "pubsub" in Pub/Sub mode, else "normal" (no replicas or masters here)."""
+    return b"pubsub" if client.subscribed else b"normal"
+
+
+def _subscription_fields(client: Client) -> str:
+    subs = client.subs
+    if subs is None:
+        return "sub=0 psub=0 ssub=0"
+    return (f"sub={len(subs.channels)} psub={len(subs.patterns)} "
+            f"ssub={len(subs.shard_channels)}")
+
+
 def client_info_line(client: Client) -> str:
     """One CLIENT LIST line, with Redis 8's fields in Redis's order."""
     now = time.monotonic()
@@ -40,7 +53,8 @@ def client_info_line(client: Client) -> str:
         f"id={client.id} addr={client.addr} laddr={client.laddr} fd={fd} "
         f"name={client_text(client.name)} age={int(now - client.created)} "
         f"idle={int(now - client.last_interaction)} flags={client.flags_text()} "
-        f"db={client.db.id} sub=0 psub=0 ssub=0 multi={multi} watch={len(client.watched)} "
+        f"db={client.db.id} {_subscription_fields(client)} multi={multi} "
+        f"watch={len(client.watched)} "
         f"qbuf={qbuf} qbuf-free=0 argv-mem={client.argv_bytes} multi-mem=0 rbs=16384 rbp=0 "
         f"obl={obl} oll=0 omem={omem} tot-mem={qbuf + obl + omem} events=r "
         f"cmd={client_text(client.last_cmd)} user={client.user} redir=-1 resp={client.protocol} "
@@ -104,8 +118,8 @@ def _check_type(value: bytes) -> bytes:
 def client_list(client: Client, argv: list[bytes]) -> object:
     clients = sorted(client.server.clients.values(), key=lambda c: c.id)
     if len(argv) == 4 and eq(argv[2], b"type"):
-        if _check_type(argv[3]) != b"normal":  # no replicas, masters or pubsub clients here
-            clients = []
+        kind = _check_type(argv[3])
+        clients = [c for c in clients if client_type(c) == kind]
     elif len(argv) >= 4 and eq(argv[2], b"id"):
         wanted: list[int] = []
         for raw in argv[3:]:
@@ -192,7 +206,7 @@ def _filter_matches(other: Client, name: bytes, value: object, now: float) -> bo
     if name == b"laddr":
         return other.laddr == value
     if name == b"type":
-        return value == b"normal"
+        return client_type(other) == value
     if name == b"user":
         return other.user == value
     if name == b"maxage":
@@ -227,6 +241,7 @@ def client_no_evict(client: Client, argv: list[bytes]) -> object:
          "keys.", group="connection")
 def client_no_touch(client: Client, argv: list[bytes]) -> object:
     client.no_touch = _on_off(argv)
+    client.refresh_checked_path()
     return OK
 
 

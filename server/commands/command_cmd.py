@@ -195,6 +195,12 @@ def command_list(client: Client, argv: list[bytes]) -> object:
     raise CommandError(SYNTAX)
 
 
+def has_keys(spec: CommandSpec) -> bool:
+    """Whether the command takes keys: a key spec not flagged not_key (SSUBSCRIBE's and
+    SPUBLISH's shard channels are not keys), as Redis's doesCommandHaveKeys decides."""
+    return any("not_key" not in ks.flags for ks in key_specs(spec))
+
+
 def _target(argv: list[bytes]) -> tuple[CommandSpec, list[bytes]]:
     """GETKEYS / GETKEYSANDFLAGS: the command named by argv[2:], checked as Redis does."""
     target = argv[2:]
@@ -203,7 +209,7 @@ def _target(argv: list[bytes]) -> tuple[CommandSpec, list[bytes]]:
         spec = spec.subcommands.get(target[1].lower())
     if spec is None:
         raise CommandError("ERR Invalid command specified")
-    if not key_specs(spec):
+    if not has_keys(spec):
         raise CommandError("ERR The command has no key arguments")
     if not spec.arity_ok(len(target)):
         raise CommandError("ERR Invalid number of arguments specified for command")
@@ -242,16 +248,18 @@ def _key_flags(spec: CommandSpec, argv: list[bytes], ks: KeySpec) -> tuple[str, 
     return tuple(f for f in ks.flags if f != "variable_flags")
 
 
-def keys_of(spec: CommandSpec, argv: list[bytes]) -> list[bytes]:
-    return [key for key, _ in keys_with_specs(spec, argv)]
+def keys_of(spec: CommandSpec, argv: list[bytes], include_not_keys: bool = False) -> list[bytes]:
+    return [key for key, _ in keys_with_specs(spec, argv, include_not_keys)]
 
 
-def keys_with_specs(spec: CommandSpec, argv: list[bytes]) -> list[tuple[bytes, KeySpec]]:
+def keys_with_specs(spec: CommandSpec, argv: list[bytes],
+                    include_not_keys: bool = False) -> list[tuple[bytes, KeySpec]]:
     """The keys of argv (a full command) with the key spec each was found by, in key spec
-    order, as Redis's getKeysUsingKeySpecs walks them."""
+    order, as Redis's getKeysUsingKeySpecs walks them. Specs flagged not_key (shard channels)
+    are skipped unless include_not_keys (Redis's GET_KEYSPEC_INCLUDE_NOT_KEYS)."""
     out: list[tuple[bytes, KeySpec]] = []
     for ks in key_specs(spec):
-        if ks.find is None:
+        if ks.find is None or ("not_key" in ks.flags and not include_not_keys):
             continue
         if ks.begin[0] == "index":
             first = int(ks.begin[1])

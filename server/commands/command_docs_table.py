@@ -35,6 +35,9 @@ _RO_ACCESS = "RO access; index 1; range 0 1 0"
 _RW_UPDATE = "RW update; index 1; range 0 1 0"
 _RW_DELETE = "RW delete; index 1; range 0 1 0"
 _GROUP_KEY = "; index 2; range 0 1 0"  # XGROUP/XINFO/OBJECT subcommands: the key is argv[2]
+# SSUBSCRIBE/SUNSUBSCRIBE: the shard channels are not keys, but are routed (hashed to a slot)
+# as keys; their arguments stay strings, as in Redis.
+_SHARD_CHANNELS = "not_key; index 1; range -1 1 0"
 
 
 def _keys(*specs: str) -> tuple[str, ...]:
@@ -178,6 +181,38 @@ DOCS: dict[str, Doc] = {
         "a different thread in order to reclaim memory, where N is the number of allocations "
         "the deleted objects where composed of.",
         "key#0...", keys=_keys("RM delete; index 1; range -1 1 0"), tips=_MULTI_SUM),
+    # pubsub
+    "psubscribe": Doc("O(N) where N is the number of patterns to subscribe to.",
+                      "pattern:pattern..."),
+    "publish": Doc(
+        "O(N+M) where N is the number of clients subscribed to the receiving channel and M is "
+        "the total number of subscribed patterns (by any client).", "channel message"),
+    "pubsub": Doc(_SUBCOMMANDS),
+    "pubsub|channels": Doc(
+        "O(N) where N is the number of active channels, and assuming constant time pattern "
+        "matching (relatively short channels and patterns)", "[pattern:pattern]"),
+    "pubsub|help": Doc(_O1),
+    "pubsub|numpat": Doc(_O1),
+    "pubsub|numsub": Doc(
+        "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
+        "[channel...]"),
+    "pubsub|shardchannels": Doc(
+        "O(N) where N is the number of active shard channels, and assuming constant time "
+        "pattern matching (relatively short shard channels).", "[pattern:pattern]"),
+    "pubsub|shardnumsub": Doc(
+        "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard "
+        "channels", "[shardchannel...]"),
+    "punsubscribe": Doc("O(N) where N is the number of patterns to unsubscribe.",
+                        "[pattern:pattern...]"),
+    "spublish": Doc(
+        "O(N) where N is the number of clients subscribed to the receiving shard channel.",
+        "shardchannel message", keys=_keys("not_key; index 1; range 0 1 0")),
+    "ssubscribe": Doc("O(N) where N is the number of shard channels to subscribe to.",
+                      "shardchannel...", keys=_keys(_SHARD_CHANNELS)),
+    "subscribe": Doc("O(N) where N is the number of channels to subscribe to.", "channel..."),
+    "sunsubscribe": Doc("O(N) where N is the number of shard channels to unsubscribe.",
+                        "[shardchannel...]", keys=_keys(_SHARD_CHANNELS)),
+    "unsubscribe": Doc("O(N) where N is the number of channels to unsubscribe.", "[channel...]"),
     # server
     "acl": Doc(_SUBCOMMANDS),
     "acl|cat": Doc("O(1) since the categories and commands are a fixed set.", "[category]"),

@@ -28,6 +28,8 @@ def ping(client: Client, argv: list[bytes]) -> object:
         reason = persistence.misconf()
         if reason is not None:
             raise CommandError(reason)
+    if client.subscribed and client.protocol == 2:  # (in Pub/Sub mode replies are arrays)
+        return [b"pong", argv[1] if len(argv) == 2 else b""]
     return argv[1] if len(argv) == 2 else PONG
 
 
@@ -120,6 +122,7 @@ def hello(client: Client, argv: list[bytes]) -> object:
         client.name = setname
     if protover:
         client.protocol = protover
+        client.refresh_checked_path()
     return {
         b"server": b"redis",
         b"version": VERSION.encode(),
@@ -166,6 +169,8 @@ def reset(client: Client, argv: list[bytes]) -> object:
     client.name = b""
     client.no_evict = False
     client.no_touch = False
+    server.pubsub.forget(client)  # (leaves Pub/Sub mode, which refreshes checked_path)
+    client.refresh_checked_path()
     # CLIENT REPLY OFF ends (RESET's own reply is sent); a SKIP in force still drops it.
     client.reply_flags &= ~(REPLY_OFF | REPLY_SKIP_NEXT)
     client.authenticated = not server.config["requirepass"]

@@ -5,6 +5,7 @@ here, and ours restore in Redis versions that read RDB version 12 (7.4 on)."""
 from __future__ import annotations
 
 from protocol.encoder import OK
+from server import notify
 from server.client import Client
 from server.commands.keys import lookup_read
 from server.dispatch import command
@@ -67,6 +68,7 @@ def restore_command(client: Client, argv: list[bytes]) -> object:
     except PayloadError:
         raise CommandError("ERR Bad data format") from None
     server = client.server
+    replaced = db.peek(key) if replace else None
     deleted = db.delete(key) if replace else False
     now = db.clock()
     if ttl and not absttl:
@@ -74,6 +76,7 @@ def restore_command(client: Client, argv: list[bytes]) -> object:
     if ttl and ttl <= now:  # already expired: no key (the old one is gone)
         if deleted:
             server.key_changed(db, key)
+            server.notify(notify.GENERIC, b"del", key, db.id)
             server.propagate(db, [b"DEL", key])
         return OK
     db.add(key, value)
@@ -83,6 +86,8 @@ def restore_command(client: Client, argv: list[bytes]) -> object:
     if lru is not None:
         value.lru = lru
     server.key_changed(db, key)  # WATCH, and readers blocked on the key
+    server.notify(notify.GENERIC, b"restore", key, db.id)
+    server.notify_replaced(db, key, replaced, value)
     effect = list(argv)
     if ttl and not absttl:  # replayed later, the TTL must not restart: make it absolute
         effect[2] = b"%d" % ttl

@@ -7,6 +7,7 @@ group families: xreadgroup.py, xclaim.py (XCLAIM, XAUTOCLAIM), xpending.py, xinf
 from __future__ import annotations
 
 from protocol.encoder import OK
+from server import notify
 from server.client import Client
 from server.commands import xclaim, xinfo_groups, xpending, xreadgroup  # noqa: F401
 from server.commands.group_common import nogroup_for_key, now_ms
@@ -118,6 +119,7 @@ def xgroup_create(client: Client, argv: list[bytes]) -> object:
         server.signal_modified_key(client.db, key)
     if create_group(stream, argv[3], last_id, entries_read) is None:
         raise CommandError(ERR_BUSYGROUP)
+    server.notify(notify.STREAM, b"xgroup-create", key, client.db.id)
     server.propagate(client.db, list(argv))
     return OK
 
@@ -134,6 +136,7 @@ def xgroup_setid(client: Client, argv: list[bytes]) -> object:
     assert group is not None
     last_id = stream.last_id if argv[4] == b"$" else parse_loose_id(argv[4])
     group.set_id(stream, last_id, entries_read)
+    client.server.notify(notify.STREAM, b"xgroup-setid", argv[2], client.db.id)
     client.server.propagate(client.db, list(argv))
     return OK
 
@@ -146,6 +149,7 @@ def xgroup_destroy(client: Client, argv: list[bytes]) -> object:
     if not destroy_group(stream, argv[3]):
         return 0
     server = client.server
+    server.notify(notify.STREAM, b"xgroup-destroy", argv[2], client.db.id)
     server.propagate(client.db, list(argv))
     # The clients blocked in XREADGROUP on this group re-run and answer NOGROUP.
     server.signal_key_as_ready(client.db, argv[2])
@@ -162,6 +166,7 @@ def xgroup_createconsumer(client: Client, argv: list[bytes]) -> object:
     assert group is not None
     if group.create_consumer(argv[4], now_ms()) is None:
         return 0
+    client.server.notify(notify.STREAM, b"xgroup-createconsumer", argv[2], client.db.id)
     client.server.propagate(client.db, list(argv))
     return 1
 
@@ -176,6 +181,7 @@ def xgroup_delconsumer(client: Client, argv: list[bytes]) -> object:
     pending = group.delete_consumer(stream, argv[4])
     if pending is None:
         return 0
+    client.server.notify(notify.STREAM, b"xgroup-delconsumer", argv[2], client.db.id)
     client.server.propagate(client.db, list(argv))
     return pending
 

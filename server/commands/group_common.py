@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from server import notify
 from server.commands.stream_args import lookup_stream
 from server.errors import CommandError, client_text
 from storage.consumer_group import NACK, Consumer, ConsumerGroup, lookup_group
@@ -52,6 +53,7 @@ def get_consumer(client: Client, key: bytes, group: ConsumerGroup, name: bytes,
     """The named consumer, created (and its creation propagated) when missing."""
     consumer, created = group.get_consumer(name, now)
     if created:
+        client.server.notify(notify.STREAM, b"xgroup-createconsumer", key, client.db.id)
         propagate_consumer_creation(client, key, group, consumer)
     return consumer
 

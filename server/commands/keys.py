@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.encoder import OK, SimpleString
+from server import notify
 from server.client import Client
 from server.dispatch import command, container
 from server.errors import DB_INDEX_OUT_OF_RANGE, NO_SUCH_KEY, SYNTAX, CommandError
@@ -25,6 +26,7 @@ def lookup_read(client: Client, key: bytes, touch: bool = True) -> Any:
     stats = client.server.stats
     if value is None:
         stats.keyspace_misses += 1
+        client.server.notify(notify.KEY_MISS, b"keymiss", key, client.db.id)
     else:
         stats.keyspace_hits += 1
     return value
@@ -38,6 +40,7 @@ def _delete_keys(client: Client, keys: list[bytes]) -> int:
         if db.delete(key):
             deleted += 1
             server.key_changed(db, key)
+            server.notify(notify.GENERIC, b"del", key, db.id)
             server.propagate(db, [b"DEL", key])
     return deleted
 
@@ -135,13 +138,18 @@ def _rename(client: Client, argv: list[bytes], nx: bool) -> object:
     if nx and db.get(dst) is not None:
         return 0
     expire = db.get_expire(src)
-    db.delete(src)
-    db.set(dst, value)
+    replaced = db.get(dst)
+    db.delete(dst)  # (Redis deletes an existing destination, then adds the key: "new")
+    db.add(dst, value)
     if expire is not None:
         db.set_expire(dst, expire)
+    db.delete(src)
     server = client.server
     server.key_changed(db, src)
     server.key_changed(db, dst)
+    server.notify(notify.GENERIC, b"rename_from", src, db.id)
+    server.notify(notify.GENERIC, b"rename_to", dst, db.id)
+    server.notify_replaced(db, dst, replaced, value)
     server.propagate(db, [b"RENAMENX" if nx else b"RENAME", src, dst])
     return 1 if nx else OK
 
@@ -204,10 +212,12 @@ def _expire_generic(client: Client, argv: list[bytes], base_ms: int, unit_ms: in
     if when <= db.clock():
         db.delete(key)
         server.key_changed(db, key)
+        server.notify(notify.GENERIC, b"del", key, db.id)
         server.propagate(db, [b"DEL", key])
         return 1
     db.set_expire(key, when)
     server.signal_modified_key(db, key)
+    server.notify(notify.GENERIC, b"expire", key, db.id)
     server.propagate(db, [b"PEXPIREAT", key, str(when).encode()])
     return 1
 
@@ -287,6 +297,7 @@ def persist(client: Client, argv: list[bytes]) -> object:
     if db.get(key) is None or not db.persist(key):
         return 0
     client.server.signal_modified_key(db, key)
+    client.server.notify(notify.GENERIC, b"persist", key, db.id)
     client.server.propagate(db, [b"PERSIST", key])
     return 1
 
@@ -396,13 +407,15 @@ def move(client: Client, argv: list[bytes]) -> object:
     if value is None or dst.get(key) is not None:
         return 0
     expire = src.get_expire(key)
-    src.delete(key)
-    dst.set(key, value)
+    dst.add(key, value)
     if expire is not None:
         dst.set_expire(key, expire)
+    src.delete(key)
     server = client.server
     server.key_changed(src, key)
     server.key_changed(dst, key)
+    server.notify(notify.GENERIC, b"move_from", key, src.id)
+    server.notify(notify.GENERIC, b"move_to", key, dst.id)
     server.propagate(src, [b"MOVE", key, argv[2]])
     return 1
 
@@ -429,7 +442,8 @@ def copy(client: Client, argv: list[bytes]) -> object:
     value = lookup_read(client, key)
     if value is None:
         return 0
-    if dst.get(new_key) is not None:
+    replaced = dst.get(new_key)
+    if replaced is not None:
         if not replace:
             return 0
         dst.delete(new_key)
@@ -445,6 +459,8 @@ def copy(client: Client, argv: list[bytes]) -> object:
         dst.set_expire(new_key, expire)
     server = client.server
     server.key_changed(dst, new_key)  # WATCH, and readers blocked on the new key
+    server.notify(notify.GENERIC, b"copy_to", new_key, dst.id)
+    server.notify_replaced(dst, new_key, replaced, value)
     server.propagate(src, argv)
     return 1
 

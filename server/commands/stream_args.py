@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from server import notify
 from server.errors import NOT_INTEGER, SYNTAX, CommandError, WrongTypeError
 from server.parsing import INT64_MAX, eq, is_canonical_int
 from storage.stream import Stream
@@ -77,16 +78,17 @@ def lookup_stream(client: Client, key: bytes) -> Stream | None:
 def read_stream(client: Client, key: bytes) -> Stream | None:
     """lookup_stream for read commands: also counts a keyspace hit or miss (lookupKeyRead)."""
     stream = lookup_stream(client, key)
-    note_read(client, stream is not None)
+    note_read(client, stream is not None, key)
     return stream
 
 
-def note_read(client: Client, found: bool) -> None:
-    """Count a keyspace hit or miss for INFO stats."""
+def note_read(client: Client, found: bool, key: bytes) -> None:
+    """Count a keyspace hit or miss for INFO stats; a miss is a keymiss event."""
     if found:
         client.server.stats.keyspace_hits += 1
     else:
         client.server.stats.keyspace_misses += 1
+        client.server.notify(notify.KEY_MISS, b"keymiss", key, client.db.id)
 
 
 def lookup_or_create(client: Client, key: bytes) -> Stream:

@@ -4,6 +4,7 @@ XREAD lives in xread.py and XINFO in xinfo.py; shared parsing in stream_args.py.
 from __future__ import annotations
 
 from protocol.encoder import EMPTY_ARRAY, NULL_ARRAY, OK
+from server import notify
 from server.client import Client
 from server.commands import xinfo, xread  # noqa: F401 - register XREAD and XINFO
 from server.commands.stream_args import (
@@ -98,6 +99,8 @@ def xadd(client: Client, argv: list[bytes]) -> object:
             server.dirty += 1  # all that propagate() does without an AOF
         if server.watched_keys or server.blocking.blocking_keys:  # key_changed's own tests
             server.key_changed(db, key)
+        if server.notify_flags:
+            server.notify(notify.STREAM, b"xadd", key, db.id)
         return id_bytes
     max_bytes, max_entries = node_limits(client)
     args = parse_trim_args(argv, True, max_entries)
@@ -125,10 +128,12 @@ def xadd(client: Client, argv: list[bytes]) -> object:
     id_bytes = format_id(new_id)
     server = client.server
     db = client.db
+    server.notify(notify.STREAM, b"xadd", key, db.id)
     if args.strategy is None:
         server.propagate(db, [b"XADD", key, id_bytes, *fields])
     else:
-        apply_trim(stream, args)
+        if apply_trim(stream, args):
+            server.notify(notify.STREAM, b"xtrim", key, db.id)
         server.propagate(db, [b"XADD", key, *trim_effect_args(stream, args), id_bytes, *fields])
     server.key_changed(db, key)  # WATCH, and wakes the clients blocked on the key
     return id_bytes
@@ -191,6 +196,7 @@ def xdel(client: Client, argv: list[bytes]) -> object:
             deleted += 1
     if deleted:
         client.server.signal_modified_key(client.db, key)
+        client.server.notify(notify.STREAM, b"xdel", key, client.db.id)
         client.server.propagate(client.db, list(argv), deleted)
     return deleted
 
@@ -224,6 +230,7 @@ def xtrim(client: Client, argv: list[bytes]) -> object:
     removed = apply_trim(stream, args)
     if removed:
         client.server.signal_modified_key(client.db, key)
+        client.server.notify(notify.STREAM, b"xtrim", key, client.db.id)
         client.server.propagate(client.db, [b"XTRIM", key, *trim_effect_args(stream, args)],
                                 removed)
     return removed
@@ -266,5 +273,6 @@ def xsetid(client: Client, argv: list[bytes]) -> object:
     stream.set_id(new_id, entries_added if entries_added != -1 else None,
                   max_deleted if max_deleted != (0, 0) else None)
     # Like Redis, no signalModifiedKey: the entries are unchanged, so WATCH is not touched.
+    client.server.notify(notify.STREAM, b"xsetid", key, client.db.id)
     client.server.propagate(client.db, list(argv))
     return OK

@@ -4,6 +4,7 @@ type (and redis-cli --bigkeys can size strings)."""
 from __future__ import annotations
 
 from protocol.encoder import OK
+from server import notify
 from server.client import Client
 from server.commands.keys import lookup_read
 from server.dispatch import command
@@ -74,14 +75,19 @@ def set_(client: Client, argv: list[bytes]) -> object:
         if when_ms > INT64_MAX:
             raise invalid
     old = get_string(client, key) if want_old else None
-    exists = db.get(key) is not None
+    current = db.get(key)
+    exists = current is not None
     if (nx and exists) or (xx and not exists):
         return old if want_old else None
-    db.set(key, StringValue(argv[2]), keep_ttl=keep_ttl)
+    value = StringValue(argv[2])
+    db.set(key, value, keep_ttl=keep_ttl)
     server = client.server
     server.key_changed(db, key)
+    server.notify_replaced(db, key, current, value)
+    server.notify(notify.STRING, b"set", key, db.id)
     if when_ms is not None:
         db.set_expire(key, when_ms)
+        server.notify(notify.GENERIC, b"expire", key, db.id)
         server.propagate(db, [b"SET", key, argv[2], b"PXAT", str(when_ms).encode()])
     else:
         server.propagate(db, [b"SET", key, argv[2], *([b"KEEPTTL"] if keep_ttl else [])])

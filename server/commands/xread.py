@@ -121,7 +121,7 @@ def xread(client: Client, argv: list[bytes]) -> object:
         after.append(resolve_id(stream, arg))
     served: list[tuple[bytes, list]] = []
     for key, stream, gt in zip(keys, streams, after, strict=True):
-        note_read(client, stream is not None)  # Redis looks each key up again to serve it
+        note_read(client, stream is not None, key)  # Redis looks each key up again to serve it
         if stream is not None and stream.length:
             entries = read_after(stream, gt, count)
             if entries:

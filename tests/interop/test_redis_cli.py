@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -207,3 +208,30 @@ def test_scan_repeat_and_stdin_argument(flushed: ServerProcess) -> None:
     sock = connect(flushed.port)
     assert call(sock, "XRANGE", "blob", "-", "+") == [[b"1-1", [b"data", b"\x00\x01 line\nnext"]]]
     assert int(info(sock, "keyspace")["db0"].split(",")[0].split("=")[1]) == 5
+
+
+def test_subscribe_prints_messages(flushed: ServerProcess) -> None:
+    """redis-cli SUBSCRIBE (and --csv PSUBSCRIBE) prints each message as it comes."""
+    listeners = [
+        subprocess.Popen(["redis-cli", "-p", str(flushed.port), "SUBSCRIBE", "news"],
+                         stdout=subprocess.PIPE, text=True),
+        subprocess.Popen(["redis-cli", "-p", str(flushed.port), "--csv", "PSUBSCRIBE", "ne*"],
+                         stdout=subprocess.PIPE, text=True),
+    ]
+    try:
+        with connect(flushed.port) as conn:
+            deadline = time.monotonic() + 10
+            while call(conn, "PUBSUB", "NUMSUB", "news")[1] != 1 or \
+                    call(conn, "PUBSUB", "NUMPAT") != 1:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            assert call(conn, "PUBLISH", "news", "hello") == 2
+        plain, csv = ([listener.stdout.readline() for _ in range(lines)]  # type: ignore[union-attr]
+                      for listener, lines in zip(listeners, (6, 3), strict=True))
+        assert plain == ["subscribe\n", "news\n", "1\n", "message\n", "news\n", "hello\n"]
+        assert csv == ["Reading messages... (press Ctrl-C to quit)\n", '"psubscribe","ne*",1\n',
+                       '"pmessage","ne*","news","hello"\n']
+    finally:
+        for listener in listeners:
+            listener.kill()
+            listener.wait()

@@ -1,5 +1,6 @@
 // ioredis against xstreamd: XADD, XGROUP CREATE, XREADGROUP (immediate and BLOCK woken by an
-// XADD from another connection), XACK, XAUTOCLAIM, XPENDING, XINFO STREAM.
+// XADD from another connection), XACK, XAUTOCLAIM, XPENDING, XINFO STREAM, SUBSCRIBE and a
+// keyspace notification.
 // Environment: XSTREAMD_PORT, XSTREAMD_PASSWORD (optional), XSTREAMD_RESP (2 or 3).
 "use strict";
 
@@ -88,6 +89,32 @@ async function main() {
     assert.equal(piped[1][1], 5);
     const multi = await redis.multi().xtrim(key, "MAXLEN", 2).xlen(key).exec();
     assert.deepEqual(multi.map((r) => r[1]), [3, 2]);
+
+    // Pub/Sub: a message, and the keyspace notification of an XADD.
+    const subscriber = connect();
+    await subscriber.connect();
+    try {
+      const heard = [];
+      const both = new Promise((resolve) => {
+        const note = (message) => {
+          heard.push(message);
+          if (heard.length === 2) resolve();
+        };
+        subscriber.on("message", (channel, text) => note(["message", channel, text]));
+        subscriber.on("pmessage", (pattern, channel, text) => note([pattern, channel, text]));
+      });
+      await subscriber.subscribe(`${key}:news`);
+      await subscriber.psubscribe("__keyevent@0__:x*");
+      await redis.config("SET", "notify-keyspace-events", "Et");
+      assert.equal(await redis.publish(`${key}:news`, "hello"), 1);
+      await redis.xadd(key, "*", "n", "1");
+      await both;
+      await redis.config("SET", "notify-keyspace-events", "");
+      assert.deepEqual(heard, [["message", `${key}:news`, "hello"],
+                               ["__keyevent@0__:x*", "__keyevent@0__:xadd", key]]);
+    } finally {
+      subscriber.disconnect();
+    }
 
     await redis.del(key);
     console.log(`ok ioredis resp${protocol}`);
