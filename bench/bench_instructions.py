@@ -39,7 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # What runs under valgrind: warm up (streams exist, caches are filled), then `count` reads.
 _DRIVER = """
 import sys
-sys.path.insert(0, {here!r})
+sys.path[:0] = [{here!r}, {root!r}]  # this checkout's code, not an installed copy's
 if {per_ms}:
     import itertools
     import storage.stream
@@ -72,8 +72,8 @@ server.before_sleep()
 
 
 def instructions(argv: list[bytes], per_read: int, count: int, per_ms: int, per_pass: int) -> int:
-    script = _DRIVER.format(here=HERE, argv=argv, per_read=per_read, count=count, per_ms=per_ms,
-                            per_pass=per_pass)
+    script = _DRIVER.format(here=HERE, root=os.path.dirname(HERE), argv=argv,
+                            per_read=per_read, count=count, per_ms=per_ms, per_pass=per_pass)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "driver.py")
         with open(path, "w") as fh:

@@ -98,9 +98,10 @@ class Client:
         self.waiting_pushes: list[bytes] = []  # see REPLY_PUSHES_WAITING
 
     def refresh_checked_path(self) -> None:
-        """To be called when no_touch, subscribed or protocol change. NO-TOUCH needs call()'s
-        handling; a RESP2 client in Pub/Sub mode may run only a few commands."""
-        self.checked_path = self.no_touch or (self.subscribed and self.protocol == 2)
+        """To be called when no_touch or subscribed change. NO-TOUCH needs call()'s handling,
+        and so does a subscriber: a RESP2 one may run only a few commands, and the Pub/Sub
+        output its own commands send any subscriber waits for their replies."""
+        self.checked_path = self.no_touch or self.subscribed
 
     def command_done(self) -> None:
         """resetClient's part for CLIENT REPLY: a SKIP ends with its command, and one asked

@@ -228,7 +228,6 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
         client.pending_cmds.extend(commands)
         return
     server = client.server
-    server.current_client = client
     done = 0  # commands run so far (cheaper than enumerate() for the usual one)
     try:
         for argv in commands:
@@ -284,7 +283,6 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
             if client.close_after_reply:
                 break
     finally:
-        server.current_client = None
         if client.out and not client.pending_write:  # (Server.queue_write, inlined)
             client.pending_write = True
             server.pending_writes.append(client)
@@ -410,6 +408,26 @@ def _handler_failed(client: Client, spec: CommandSpec, exc: Exception) -> ErrorR
     return ErrorReply(text)
 
 
+def _run_handler_for(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
+    """The handler, for a client with CLIENT NO-TOUCH on (its lookups leave keys' access
+    times alone, TOUCH excepted) or subscriptions: the Pub/Sub output its own command sends
+    it waits for the command's reply (Server.current_client, read by Server.write_push)."""
+    server = client.server
+    untouched = client.no_touch and spec.name != "touch"
+    if untouched:
+        server.access.touching = False
+    running = server.current_client
+    server.current_client = client
+    try:
+        return spec.handler(client, argv)  # type: ignore[misc]
+    except Exception as exc:
+        return _handler_failed(client, spec, exc)
+    finally:
+        server.current_client = running
+        if untouched:
+            server.access.touching = True
+
+
 def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
     """Run a looked-up command: limit checks, the handler, statistics, MONITOR feed.
 
@@ -426,17 +444,13 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
             if refusal is not None:
                 return _refused(server, spec, refusal)
     start = _now_ns()
-    # CLIENT NO-TOUCH: the command's lookups leave keys' access times alone (TOUCH excepted).
-    untouched = client.no_touch and spec.name != "touch"
-    if untouched:
-        server.access.touching = False
-    try:
-        reply = spec.handler(client, argv)  # type: ignore[misc]
-    except Exception as exc:
-        reply = _handler_failed(client, spec, exc)
-    finally:
-        if untouched:
-            server.access.touching = True
+    if client.checked_path:  # (NO-TOUCH, or Pub/Sub output to hold back)
+        reply = _run_handler_for(client, spec, argv)
+    else:
+        try:
+            reply = spec.handler(client, argv)  # type: ignore[misc]
+        except Exception as exc:
+            reply = _handler_failed(client, spec, exc)
     # Monitors see a command once it ran (EXEC after its queued commands), never an admin
     # command, and not again when a blocked client's command is re-run.
     if server.monitors and client.blocked is None and "admin" not in spec.flags:

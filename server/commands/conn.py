@@ -122,7 +122,6 @@ def hello(client: Client, argv: list[bytes]) -> object:
         client.name = setname
     if protover:
         client.protocol = protover
-        client.refresh_checked_path()
     return {
         b"server": b"redis",
         b"version": VERSION.encode(),
