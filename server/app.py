@@ -221,8 +221,8 @@ class Server:
             self.pending_writes = []
             # Without an output limit an authenticated client's output goes straight to the
             # transport (sink.send); the sink's write() applies the limits (a subscriber's
-            # are the pubsub class's).
-            unlimited = self.normal_output_limit is None
+            # are the pubsub class's, so while there are subscribers every write takes it).
+            unlimited = self.normal_output_limit is None and not self.pubsub.clients
             written = writes = 0
             for client in pending:
                 client.pending_write = False
@@ -236,7 +236,7 @@ class Server:
                     client.out = []
                     written += len(data)
                     writes += 1
-                    if unlimited and client.authenticated and not client.subscribed:
+                    if unlimited and client.authenticated:
                         sink.send(data)
                     else:
                         sink.write(data)
