@@ -22,6 +22,7 @@ from server.commands.stream_args import (
     parse_ll,
     parse_loose_id,
     parse_strict_id,
+    read_stream,
     register_ref_hooks,
 )
 from server.dispatch import command, container
@@ -215,7 +216,7 @@ def xgroup_help(client: Client, argv: list[bytes]) -> object:
          summary="Returns the number of messages that were successfully acknowledged by the "
          "consumer group member of a stream.", since="5.0.0", group="stream")
 def xack(client: Client, argv: list[bytes]) -> object:
-    stream = lookup_stream(client, argv[1])
+    stream = read_stream(client, argv[1])  # (a read lookup in Redis, for XACK and XACKDEL)
     group = lookup_group(stream, argv[2]) if stream is not None else None
     if stream is None or group is None:
         return 0  # nothing to acknowledge
@@ -232,7 +233,7 @@ def xack(client: Client, argv: list[bytes]) -> object:
 def xackdel(client: Client, argv: list[bytes]) -> object:
     policy, ids = parse_del_args(argv, 3)
     key = argv[1]
-    stream = lookup_stream(client, key)
+    stream = read_stream(client, key)
     group = lookup_group(stream, argv[2]) if stream is not None else None
     if stream is None or group is None:
         return [DEL_NO_ID] * len(ids)

@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING
 
 from server import notify
-from server.commands.stream_args import lookup_stream
+from server.commands.stream_args import read_stream
 from server.errors import CommandError, client_text
 from storage.consumer_group import NACK, Consumer, ConsumerGroup, lookup_group
 from storage.stream import Stream
@@ -40,8 +40,10 @@ def nogroup_for_key(key: bytes, group: bytes) -> CommandError:
 def lookup_stream_group(
     client: Client, key: bytes, group_name: bytes
 ) -> tuple[Stream, ConsumerGroup]:
-    """The stream and its group, or NOGROUP "No such key ... or consumer group ..."."""
-    stream = lookup_stream(client, key)
+    """The stream and its group, or NOGROUP "No such key ... or consumer group ...". A read
+    lookup (lookupKeyRead: a keyspace hit or miss, a keymiss event), as in XCLAIM, XAUTOCLAIM
+    and XPENDING."""
+    stream = read_stream(client, key)
     group = lookup_group(stream, group_name) if stream is not None else None
     if stream is None or group is None:
         raise nogroup_key_or_group(key, group_name)

@@ -19,14 +19,16 @@ _KS = "@keyspace"
 _NO_SUCH = -2
 
 
-def lookup_read(client: Client, key: bytes, touch: bool = True) -> Any:
+def lookup_read(client: Client, key: bytes, touch: bool = True, notify_miss: bool = True) -> Any:
     """lookupKeyRead: the value (lazily expired) and a keyspace hit or miss for INFO stats.
-    Without touch (LOOKUP_NOTOUCH: TYPE, EXISTS, TTL, OBJECT) the key's `lru` stays."""
+    Without touch (LOOKUP_NOTOUCH: TYPE, EXISTS, TTL, OBJECT) the key's `lru` stays; without
+    notify_miss (LOOKUP_NONOTIFY: OBJECT) a miss sends no keymiss event."""
     value = client.db.get(key) if touch else client.db.peek(key)
     stats = client.server.stats
     if value is None:
         stats.keyspace_misses += 1
-        client.server.notify(notify.KEY_MISS, b"keymiss", key, client.db.id)
+        if notify_miss:
+            client.server.notify(notify.KEY_MISS, b"keymiss", key, client.db.id)
     else:
         stats.keyspace_hits += 1
     return value
@@ -473,7 +475,7 @@ container("object", -2, summary="A container for object introspection commands."
          since="2.2.3",
          summary="Returns the internal encoding of a Redis object.")
 def object_encoding(client: Client, argv: list[bytes]) -> object:
-    value = lookup_read(client, argv[2], touch=False)
+    value = lookup_read(client, argv[2], touch=False, notify_miss=False)
     if value is None:
         return None
     return encoding_of(value).encode()
@@ -483,7 +485,7 @@ def object_encoding(client: Client, argv: list[bytes]) -> object:
          since="2.2.3",
          summary="Returns the reference count of a value of a key.")
 def object_refcount(client: Client, argv: list[bytes]) -> object:
-    return None if lookup_read(client, argv[2], touch=False) is None else 1
+    return None if lookup_read(client, argv[2], touch=False, notify_miss=False) is None else 1
 
 
 _LFU_SELECTED = ("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note "
@@ -499,7 +501,7 @@ _LFU_NOT_SELECTED = ("ERR An LFU maxmemory policy is not selected, access freque
          since="2.2.3",
          summary="Returns the time since the last access to a Redis object.")
 def object_idletime(client: Client, argv: list[bytes]) -> object:
-    value = lookup_read(client, argv[2], touch=False)
+    value = lookup_read(client, argv[2], touch=False, notify_miss=False)
     if value is None:
         return None
     access = client.server.access
@@ -513,7 +515,7 @@ def object_idletime(client: Client, argv: list[bytes]) -> object:
          since="4.0.0",
          summary="Returns the logarithmic access frequency counter of a Redis object.")
 def object_freq(client: Client, argv: list[bytes]) -> object:
-    value = lookup_read(client, argv[2], touch=False)
+    value = lookup_read(client, argv[2], touch=False, notify_miss=False)
     if value is None:
         return None
     access = client.server.access
