@@ -27,6 +27,7 @@ from server.log import Logger
 from server.pause import ClientPause
 from server.pubsub import PubSub
 from server.stats import Stats
+from server.tracking import Tracking
 from storage.access import AccessClock
 from storage.keyspace import Database
 
@@ -88,6 +89,10 @@ class Server:
         self.monitors: list[Client] = []
         self.pubsub = PubSub(self)
         self.current_client: Client | None = None  # whose commands run_commands is running
+        # Client-side caching; tracking_active (kept by Tracking) is whether a key change may
+        # owe invalidation messages: the one test that hot paths make.
+        self.tracking_active = False
+        self.tracking = Tracking(self)
         # notify-keyspace-events as bits (server/notify.py); 0, the default, sends nothing.
         self.notify_flags: int = self._mirror("notify-keyspace-events", "notify_flags")
         self.slowlog: deque[SlowlogEntry] = deque()
@@ -268,8 +273,13 @@ class Server:
             self.loop.call_soon(run_commands, client, commands)
 
     # -- keyspace signals ---------------------------------------------------------------------
-    def signal_modified_key(self, db: Database, key: bytes) -> None:
-        """A key changed: invalidate WATCHes on it (touchWatchedKey)."""
+    def signal_modified_key(self, db: Database, key: bytes, internal: bool = False,
+                            before_command: bool = False) -> None:
+        """A key changed (signalModifiedKey): invalidate WATCHes on it (touchWatchedKey) and
+        the client-side caches that may hold it (trackingInvalidateKey). `internal`: the
+        server changed it (expiry, eviction), not the running client's command;
+        `before_command`: it happened before the running client's command ran (eviction),
+        so that client's invalidation precedes the reply instead of following it."""
         if self.watched_keys:
             ref = (db.id, key)
             watchers = self.watched_keys.get(ref)
@@ -281,14 +291,17 @@ class Server:
                             client.watched_stale.discard(ref)
                         continue
                     client.cas_dirty = True
+        if self.tracking_active:
+            self.tracking.invalidate_key(key, None if internal else self.current_client,
+                                         now=before_command)
 
     def signal_key_as_ready(self, db: Database, key: bytes) -> None:
         self.blocking.signal_key_as_ready(db.id, key)
 
-    def key_changed(self, db: Database, key: bytes) -> None:
+    def key_changed(self, db: Database, key: bytes, internal: bool = False) -> None:
         """Both signals: for writes that add data blocked readers may want."""
-        if self.watched_keys:
-            self.signal_modified_key(db, key)
+        if self.watched_keys or self.tracking_active:
+            self.signal_modified_key(db, key, internal)
         if self.blocking.blocking_keys:
             self.blocking.signal_key_as_ready(db.id, key)
 
@@ -297,7 +310,7 @@ class Server:
         self.stats.expired_keys += 1
         self.notify(notify.EXPIRED, b"expired", key, db.id)
         self.propagate(db, [b"DEL", key])
-        self.key_changed(db, key)
+        self.key_changed(db, key, internal=True)
 
     def _key_created(self, db: Database, key: bytes) -> None:
         self.notify(notify.NEW, b"new", key, db.id)
@@ -434,6 +447,7 @@ class Server:
         self.pause.forget(client)
         self.unwatch_all(client)
         self.pubsub.forget(client)
+        self.tracking.disable(client)
         if client.monitor and client in self.monitors:
             self.monitors.remove(client)
 
@@ -483,6 +497,8 @@ class Server:
             if self.maxmemory:
                 self._measure_memory(self.cached_monotonic)
             self.evictor.forget_stale(self.cached_monotonic)
+            if self.tracking.clients:  # (an idle server goes under a lowered limit too)
+                self.tracking.limit_used_slots()
             idle_timeout = self.config["timeout"]
             if idle_timeout:
                 now = self.cached_monotonic

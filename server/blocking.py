@@ -227,6 +227,7 @@ class Blocking:
             client.db = saved_db
         if type(reply) is BlockRequest:
             self.block(client, reply, state.spec)
+            client.release_pushes()  # no reply yet: what the run pushed goes out now
             return
         if state.timer is not None:
             state.timer.cancel()

@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from server.app import Server
     from server.blocking import BlockState
     from server.pubsub import Subscriptions
+    from server.tracking import TrackingState
     from storage.keyspace import Database
 
 
@@ -43,7 +44,7 @@ class Client:
         "close_after_reply", "closed",
         "monitor", "no_evict", "no_touch", "pending_write", "argv_bytes", "user",
         "obl_soft_since", "pending_cmds", "aof_woff", "block_exec_us", "subs", "subscribed",
-        "checked_path", "waiting_pushes",
+        "checked_path", "waiting_pushes", "tracking",
     )
 
     def __init__(self, client_id: int, server: Server, sink: ClientSink | None,
@@ -96,12 +97,15 @@ class Client:
         # else would send them there: see refresh_checked_path.
         self.checked_path = False
         self.waiting_pushes: list[bytes] = []  # see REPLY_PUSHES_WAITING
+        self.tracking: TrackingState | None = None  # CLIENT TRACKING (server/tracking.py)
 
     def refresh_checked_path(self) -> None:
-        """To be called when no_touch or subscribed change. NO-TOUCH needs call()'s handling,
-        and so does a subscriber: a RESP2 one may run only a few commands, and the Pub/Sub
-        output its own commands send any subscriber waits for their replies."""
-        self.checked_path = self.no_touch or self.subscribed
+        """To be called when no_touch, subscribed or tracking change. NO-TOUCH needs call()'s
+        handling, and so does a subscriber: a RESP2 one may run only a few commands, and the
+        Pub/Sub output its own commands send any subscriber waits for their replies. So does
+        a tracking client: call() remembers the keys it reads, and the invalidations its own
+        commands cause wait for their replies too."""
+        self.checked_path = self.no_touch or self.subscribed or self.tracking is not None
 
     def command_done(self) -> None:
         """resetClient's part for CLIENT REPLY: a SKIP ends with its command, and one asked
@@ -110,6 +114,13 @@ class Client:
         flags = self.reply_flags
         self.reply_flags = (flags & REPLY_OFF) | (REPLY_SKIP if flags & REPLY_SKIP_NEXT else 0)
         if flags & REPLY_PUSHES_WAITING:  # after the reply: the Pub/Sub output it held back
+            self.out += self.waiting_pushes
+            self.waiting_pushes = []
+
+    def release_pushes(self) -> None:
+        """The pushes held back for a command that gave no reply (it blocked again)."""
+        if self.reply_flags & REPLY_PUSHES_WAITING:
+            self.reply_flags &= ~REPLY_PUSHES_WAITING
             self.out += self.waiting_pushes
             self.waiting_pushes = []
 
@@ -131,6 +142,13 @@ class Client:
             flags += "x"
         if self.blocked is not None:
             flags += "b"
+        tracking = self.tracking
+        if tracking is not None:
+            flags += "t"
+            if tracking.broken:
+                flags += "R"
+            if tracking.bcast:
+                flags += "B"
         if self.monitor:
             flags += "O"
         if self.close_after_reply:

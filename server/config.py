@@ -255,6 +255,7 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("latency-tracking", True, parse_bool),
     OptionSpec("latency-tracking-info-percentiles", [50.0, 99.0, 99.9], _percentiles,
                render=_render_percentiles),
+    OptionSpec("tracking-table-max-keys", 1000000, _int_range(0, _MAX)),
     OptionSpec("notify-keyspace-events", 0, _notify_flags, render=_render_notify_flags),
     OptionSpec("enable-debug-command", "no", Choice("no", "yes", "local"), mutable=False),
 ]

@@ -71,9 +71,13 @@ class CommandSpec:
     is_write: bool = False
     denyoom: bool = False
     may_refuse: bool = False  # is_write or denyoom: OOM / MISCONF may refuse it
+    # A readonly command (not Pub/Sub's): a tracking client's read of its keys is remembered
+    # for client-side caching (server/tracking.py).
+    tracks_reads: bool = False
 
     def __post_init__(self) -> None:
         self.may_refuse = self.is_write or self.denyoom
+        self.tracks_reads = "readonly" in self.flags and "pubsub" not in self.flags
 
     @property
     def calls(self) -> int:
@@ -292,7 +296,21 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
 
 def _execute_checked(client: Client, argv: list[bytes]) -> Any:
     """execute() for everything but a known command from an authenticated client outside
-    MULTI: the lookup errors, NOAUTH, MULTI queueing."""
+    MULTI (and for every command of a client on the checked path): _checked's checks, then
+    resetClient's part for client-side caching."""
+    reply = _checked(client, argv)
+    tracking = client.tracking
+    if (tracking is not None and tracking.caching and client.multi is None
+            and reply is not POSTPONE and not client.last_cmd.startswith(b"client|")):
+        # CLIENT CACHING applies to the next command (or transaction) only; CLIENT
+        # subcommands leave it be, as Redis's resetClient does.
+        tracking.caching = False
+    return reply
+
+
+def _checked(client: Client, argv: list[bytes]) -> Any:
+    """The lookup errors, NOAUTH, the Pub/Sub context, OOM and MISCONF, CLIENT PAUSE, MULTI
+    queueing; then call()."""
     server = client.server
     try:
         spec = find(argv)
@@ -312,6 +330,8 @@ def _execute_checked(client: Client, argv: list[bytes]) -> Any:
     if not client.authenticated and name.lower() not in _NO_AUTH:
         spec.rejected_calls += 1
         return _reject(client, argv, "NOAUTH Authentication required.")
+    if server.tracking.clients:  # tracking-table-max-keys, before any command (processCommand)
+        server.tracking.limit_used_slots(client)
     # A RESP2 client in Pub/Sub mode reads messages: only these commands may interleave.
     if (client.subscribed and client.protocol == 2
             and (spec.parent or spec).name not in _PUBSUB_CONTEXT_OK):
@@ -410,8 +430,9 @@ def _handler_failed(client: Client, spec: CommandSpec, exc: Exception) -> ErrorR
 
 def _run_handler_for(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
     """The handler, for a client with CLIENT NO-TOUCH on (its lookups leave keys' access
-    times alone, TOUCH excepted) or subscriptions: the Pub/Sub output its own command sends
-    it waits for the command's reply (Server.current_client, read by Server.write_push)."""
+    times alone, TOUCH excepted), subscriptions or tracking on: the Pub/Sub output and the
+    invalidations its own command sends it wait for the command's reply
+    (Server.current_client, read by Server.write_push; NOLOOP reads it too)."""
     server = client.server
     untouched = client.no_touch and spec.name != "touch"
     if untouched:
@@ -444,7 +465,7 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
             if refusal is not None:
                 return _refused(server, spec, refusal)
     start = _now_ns()
-    if client.checked_path:  # (NO-TOUCH, or Pub/Sub output to hold back)
+    if client.checked_path:  # (NO-TOUCH, or Pub/Sub output or invalidations to hold back)
         reply = _run_handler_for(client, spec, argv)
     else:
         try:
@@ -467,4 +488,8 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
         client.block_exec_us += elapsed_us
     if elapsed_us >= server.notable_us:  # (the lower of the slowlog and latency thresholds)
         server.note_slow_command(client, spec, argv, elapsed_us, reply)
+    # Client-side caching: the keys a tracking client read (even with an error reply, as in
+    # Redis). Tracking clients take this path, never run_commands' inlined one.
+    if spec.tracks_reads and client.tracking is not None:
+        server.tracking.remember_keys(client, spec, argv)
     return reply

@@ -125,7 +125,11 @@ class Evictor:
         db.delete(key)
         server.stats.evicted_keys += 1
         server.propagate(db, [b"DEL", key])
-        server.key_changed(db, key)
+        # (Eviction runs before the command that needed the memory: a tracking client's
+        # invalidation comes before that command's reply, as in Redis.)
+        server.signal_modified_key(db, key, internal=True, before_command=True)
+        if server.blocking.blocking_keys:
+            server.signal_key_as_ready(db, key)
         server.notify(notify.EVICTED, b"evicted", key, db.id)
         server.latency.add_if_needed("eviction-del", int((time.perf_counter() - started) * 1000))
         return size

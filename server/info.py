@@ -85,7 +85,8 @@ def _clients(s: Server) -> Fields:
         ("connected_clients", len(s.clients)), ("cluster_connections", 0),
         ("maxclients", s.config["maxclients"]), ("client_recent_max_input_buffer", 0),
         ("client_recent_max_output_buffer", max_out),
-        ("blocked_clients", s.blocking.blocked_clients), ("tracking_clients", 0),
+        ("blocked_clients", s.blocking.blocked_clients),
+        ("tracking_clients", s.tracking.clients),
         ("pubsub_clients", s.pubsub.clients),
         ("watching_clients", sum(1 for c in clients if c.watched)),
         ("clients_in_timeout_table",
@@ -142,7 +143,7 @@ def _persistence(s: Server) -> Fields:
 
 def _stats(s: Server) -> Fields:
     """Redis 8's stats fields. Those of features this server does not have (replication,
-    client eviction, defragmentation, tracking, pub/sub, scripts, ACL rules, I/O threads) are 0, the
+    client eviction, defragmentation, scripts, ACL rules, I/O threads) are 0, the
     truth here; the eventloop_* fields are left out: the asyncio loop offers no hook at each
     iteration to count or time them."""
     st = s.stats
@@ -175,7 +176,9 @@ def _stats(s: Server) -> Fields:
         ("active_defrag_hits", 0), ("active_defrag_misses", 0),
         ("active_defrag_key_hits", 0), ("active_defrag_key_misses", 0),
         ("total_active_defrag_time", 0), ("current_active_defrag_time", 0),
-        ("tracking_total_keys", 0), ("tracking_total_items", 0), ("tracking_total_prefixes", 0),
+        ("tracking_total_keys", len(s.tracking.table)),
+        ("tracking_total_items", s.tracking.items),
+        ("tracking_total_prefixes", len(s.tracking.prefixes)),
         ("unexpected_error_replies", st.unexpected_error_replies),
         ("total_error_replies", st.total_error_replies),
         ("dump_payload_sanitizations", 0),

@@ -14,5 +14,6 @@ from server.commands import (  # noqa: F401
     server_admin,
     stream_cmds,
     strings,
+    tracking_cmds,
     transaction,
 )

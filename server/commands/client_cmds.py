@@ -1,5 +1,5 @@
 """CLIENT subcommands: ID, SETNAME, GETNAME, SETINFO, LIST, INFO, KILL, UNBLOCK, PAUSE,
-UNPAUSE, NO-EVICT, NO-TOUCH, HELP."""
+UNPAUSE, NO-EVICT, NO-TOUCH, HELP (TRACKING and its kin are in tracking_cmds.py)."""
 
 from __future__ import annotations
 
@@ -49,6 +49,7 @@ def client_info_line(client: Client) -> str:
     fd = _fileno(sink)
     qbuf = reader.pending_bytes() if reader is not None else 0
     obl = client.output_bytes()
+    redir = client.tracking.redirect if client.tracking is not None else -1
     return (
         f"id={client.id} addr={client.addr} laddr={client.laddr} fd={fd} "
         f"name={client_text(client.name)} age={int(now - client.created)} "
@@ -57,7 +58,8 @@ def client_info_line(client: Client) -> str:
         f"watch={len(client.watched)} "
         f"qbuf={qbuf} qbuf-free=0 argv-mem={client.argv_bytes} multi-mem=0 rbs=16384 rbp=0 "
         f"obl={obl} oll=0 omem={omem} tot-mem={qbuf + obl + omem} events=r "
-        f"cmd={client_text(client.last_cmd)} user={client.user} redir=-1 resp={client.protocol} "
+        f"cmd={client_text(client.last_cmd)} user={client.user} redir={redir} "
+        f"resp={client.protocol} "
         f"lib-name={client_text(client.lib_name)} lib-ver={client_text(client.lib_ver)} io-thread=0"
     )
 
@@ -317,6 +319,10 @@ def client_help(client: Client, argv: list[bytes]) -> object:
     from server.commands.help import help_reply
 
     return help_reply("CLIENT", [
+        "CACHING (YES|NO)",
+        "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+        "GETREDIR",
+        "    Return the client ID we are redirecting to when tracking is enabled.",
         "GETNAME",
         "    Return the name of the current connection.",
         "ID",
@@ -359,6 +365,11 @@ def client_help(client: Client, argv: list[bytes]) -> object:
         "    * LIB-VER: the client lib version.",
         "UNBLOCK <clientid> [TIMEOUT|ERROR]",
         "    Unblock the specified blocked client.",
+        "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+        "         [OPTIN] [OPTOUT] [NOLOOP]",
+        "    Control server assisted client side caching.",
+        "TRACKINGINFO",
+        "    Report tracking status for the current connection.",
         "NO-EVICT (ON|OFF)",
         "    Protect current client connection from eviction.",
         "NO-TOUCH (ON|OFF)",

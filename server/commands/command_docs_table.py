@@ -51,7 +51,9 @@ DOCS: dict[str, Doc] = {
         "[username@6.0.0] password",
         history=(("6.0.0", "Added ACL style (username and password)."),)),
     "client": Doc(_SUBCOMMANDS),
+    "client|caching": Doc(_O1, "mode{YES | NO}"),
     "client|getname": Doc(_O1),
+    "client|getredir": Doc(_O1),
     "client|help": Doc(_O1),
     "client|id": Doc(_O1),
     "client|info": Doc(_O1, tips=_NONDET),
@@ -85,6 +87,11 @@ DOCS: dict[str, Doc] = {
     "client|reply": Doc(_O1, "action{ON | OFF | SKIP}"),
     "client|setinfo": Doc(_O1, "attr{LIB-NAME libname | LIB-VER libver}", tips=_ALL_NODES_OK),
     "client|setname": Doc(_O1, "connection-name", tips=_ALL_NODES_OK),
+    "client|tracking": Doc(
+        "O(1). Some options may introduce additional complexity.",
+        "status{ON | OFF} [REDIRECT client-id:integer] [PREFIX prefix]... [BCAST] [OPTIN] "
+        "[OPTOUT] [NOLOOP]"),
+    "client|trackinginfo": Doc(_O1),
     "client|unblock": Doc(
         "O(log N) where N is the number of client connections",
         "client-id:integer [unblock-type{TIMEOUT | ERROR}]"),

@@ -169,6 +169,7 @@ def reset(client: Client, argv: list[bytes]) -> object:
     client.no_evict = False
     client.no_touch = False
     server.pubsub.forget(client)  # (leaves Pub/Sub mode, which refreshes checked_path)
+    server.tracking.disable(client)
     client.refresh_checked_path()
     # CLIENT REPLY OFF ends (RESET's own reply is sent); a SKIP in force still drops it.
     client.reply_flags &= ~(REPLY_OFF | REPLY_SKIP_NEXT)

@@ -357,6 +357,7 @@ def flush_db(client: Client, db: Database) -> None:
 def flushdb(client: Client, argv: list[bytes]) -> object:
     _flush_mode(argv)
     flush_db(client, client.db)
+    client.server.tracking.invalidate_all()  # (cached keys are not per database)
     client.server.propagate(client.db, [b"FLUSHDB"])
     return OK
 
@@ -367,6 +368,7 @@ def flushall(client: Client, argv: list[bytes]) -> object:
     _flush_mode(argv)
     for db in client.server.dbs:
         flush_db(client, db)
+    client.server.tracking.invalidate_all()
     client.server.propagate(client.db, [b"FLUSHALL"])
     return OK
 

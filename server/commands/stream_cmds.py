@@ -97,8 +97,8 @@ def xadd(client: Client, argv: list[bytes]) -> object:
             server.propagate(db, [b"XADD", key, id_bytes, *fields])
         else:
             server.dirty += 1  # all that propagate() does without an AOF
-        if server.watched_keys or server.blocking.blocking_keys:  # key_changed's own tests
-            server.key_changed(db, key)
+        if server.watched_keys or server.blocking.blocking_keys or server.tracking_active:
+            server.key_changed(db, key)  # (key_changed's own tests, inlined)
         if server.notify_flags:
             server.notify(notify.STREAM, b"xadd", key, db.id)
         return id_bytes

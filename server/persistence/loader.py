@@ -102,6 +102,7 @@ class Loader:
         for db in server.dbs:
             db.data = {}
             db.expires = {}
+        server.tracking.invalidate_all()  # (emptyData: caches of the old data are stale)
         server.loading = True  # no OOM/MISCONF refusals while replaying
         try:
             yield

@@ -225,7 +225,7 @@ def test_rewritten_file_loads_back_to_the_same_values(tmp_path: Path) -> None:
         "notify-keyspace-events": "KEA", "enable-debug-command": "yes",
         "latency-tracking": "no", "latency-tracking-info-percentiles": "",
         "maxmemory-samples": "7", "maxmemory-eviction-tenacity": "20",
-        "lfu-log-factor": "3", "lfu-decay-time": "0",
+        "lfu-log-factor": "3", "lfu-decay-time": "0", "tracking-table-max-keys": "0",
     }
     assert set(values) == {spec.name for spec in OPTIONS}, "cover every option"
     config = Config()
