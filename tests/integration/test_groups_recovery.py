@@ -81,6 +81,10 @@ def victim(host: str, port: int, held: multiprocessing.Queue, acked: multiproces
     for eid, _ in reply[0][1]:
         if c.xack(KEY, GROUP, eid) == 1:
             acked.put(eid)
+    # A Queue's items reach the pipe from a feeder thread: flush them before `held` tells the
+    # test to kill this process, or acknowledged IDs could be lost with it (and look lost).
+    acked.close()
+    acked.join_thread()
     reply = c.xreadgroup(GROUP, "victim", {KEY: ">"}, count=5)
     held.put([eid for eid, _ in reply[0][1]])
     time.sleep(3600)
