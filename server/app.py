@@ -88,7 +88,9 @@ class Server:
         self.watched_keys: dict[tuple[int, bytes], set[Client]] = {}
         self.monitors: list[Client] = []
         self.pubsub = PubSub(self)
-        self.current_client: Client | None = None  # whose commands run_commands is running
+        # The client whose command's handler call() runs, when it is one that can be sent
+        # Pub/Sub output or invalidations (Client.checked_path): they wait for its reply.
+        self.current_client: Client | None = None
         # Client-side caching; tracking_active (kept by Tracking) is whether a key change may
         # owe invalidation messages: the one test that hot paths make.
         self.tracking_active = False

@@ -112,13 +112,13 @@ class Client:
         for by CLIENT REPLY SKIP applies from the next command. Then the Pub/Sub output the
         command's reply held back."""
         flags = self.reply_flags
-        self.reply_flags = (flags & REPLY_OFF) | (REPLY_SKIP if flags & REPLY_SKIP_NEXT else 0)
-        if flags & REPLY_PUSHES_WAITING:  # after the reply: the Pub/Sub output it held back
-            self.out += self.waiting_pushes
-            self.waiting_pushes = []
+        self.reply_flags = ((flags & (REPLY_OFF | REPLY_PUSHES_WAITING))
+                            | (REPLY_SKIP if flags & REPLY_SKIP_NEXT else 0))
+        self.release_pushes()
 
     def release_pushes(self) -> None:
-        """The pushes held back for a command that gave no reply (it blocked again)."""
+        """The pushes held back until the command's reply (REPLY_PUSHES_WAITING), after it;
+        also for a command that gave no reply (it blocked again)."""
         if self.reply_flags & REPLY_PUSHES_WAITING:
             self.reply_flags &= ~REPLY_PUSHES_WAITING
             self.out += self.waiting_pushes
