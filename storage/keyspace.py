@@ -1,7 +1,6 @@
 """Databases: key -> value maps with millisecond expiry (lazy on access plus an active cycle).
 
-Values are stored as they are: a storage.stream.Stream, or a StringValue for the minimal
-string type. No asyncio, no RESP here.
+Values are stored as they are: a storage.stream.Stream, or a StringValue. No asyncio, no RESP here.
 
 A new key must go through Database.set() or Database.add() (SCAN's index learns about new keys
 there), or arrive with a whole new `data` dict (a reload), which makes SCAN re-index.
@@ -20,7 +19,8 @@ from storage.access import AccessClock
 from storage.glob import glob_match
 
 __all__ = [
-    "Database", "ExpireCycle", "StringValue", "glob_match", "now_ms", "object_encoding",
+    "Database", "ExpireCycle", "StringValue", "glob_match", "is_shared_integer", "now_ms",
+    "object_encoding",
     "sample_keys", "type_name",
 ]
 
@@ -32,13 +32,16 @@ def now_ms() -> int:
 
 
 class StringValue:
-    """The minimal string type (SET/GET), present so that type checks have something to check."""
+    """A string value (the string commands in server/commands/strings.py and string_*.py)."""
 
-    __slots__ = ("data", "lru")
+    __slots__ = ("data", "lru", "raw")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.lru = 0  # last access or access frequency (storage.access), set when stored
+        # Modified in place (APPEND, SETRANGE): Redis keeps such a string "raw" whatever its
+        # content, until something re-encodes it (INCR, a reload).
+        self.raw = False
 
 
 class ExpireCycle(NamedTuple):
@@ -79,10 +82,20 @@ def object_encoding(value: object) -> str:
         return encoding
     if type(value) is StringValue:
         data = value.data
+        if value.raw:
+            return "raw"
         if _is_long(data):
             return "int"
         return "embstr" if len(data) <= 44 else "raw"
     return "stream" if type_name(value) == "stream" else "raw"
+
+
+def is_shared_integer(value: object) -> bool:
+    """An int-encoded string of 0..9999: Redis stores those as its shared integer objects
+    (OBJECT REFCOUNT INT_MAX) unless an LRU/LFU maxmemory policy forbids sharing."""
+    if type(value) is not StringValue or value.raw or not _is_long(value.data):
+        return False
+    return 0 <= int(value.data) < 10_000
 
 
 def scan_hash(key: bytes) -> int:

@@ -24,6 +24,10 @@ _EXPIRE_HISTORY = (("7.0.0", "Added options: `NX`, `XX`, `GT` and `LT`."),)
 _EXPIRE_CONDITION = "[condition{NX | XX | GT | LT}@7.0.0]"
 _FLUSH_HISTORY = (("4.0.0", "Added the `ASYNC` flushing mode modifier."),
                   ("6.2.0", "Added the `SYNC` flushing mode modifier."))
+_SUBSTRING_COST = (
+    "O(N) where N is the length of the returned string. The complexity is ultimately "
+    "determined by the returned length, but because creating a substring from an existing "
+    "string is very cheap, it can be considered O(1) for small strings.")
 _TTL_HISTORY = (("2.8.0", "Added the -2 reply."),)
 _REFS = "condition{KEEPREF | DELREF | ACKED}"
 _TRIM = ("strategy{MAXLEN | MINID@6.2.0} [operator{equal== | approximately=~}] threshold "
@@ -34,6 +38,8 @@ _RO = "RO; index 1; range 0 1 0"
 _RO_ACCESS = "RO access; index 1; range 0 1 0"
 _RW_UPDATE = "RW update; index 1; range 0 1 0"
 _RW_DELETE = "RW delete; index 1; range 0 1 0"
+_RW_ACCESS_UPDATE = "RW access update; index 1; range 0 1 0"
+_OW_UPDATE = "OW update; index 1; range 0 1 0"
 _GROUP_KEY = "; index 2; range 0 1 0"  # XGROUP/XINFO/OBJECT subcommands: the key is argv[2]
 # SSUBSCRIBE/SUNSUBSCRIBE: the shard channels are not keys, but are routed (hashed to a slot)
 # as keys; their arguments stay strings, as in Redis.
@@ -343,6 +349,46 @@ DOCS: dict[str, Doc] = {
                  ("7.0.0", "Allowed the `NX` and `GET` options to be used together.")),
         keys=_keys("RW access update variable_flags; index 1; range 0 1 0; "
                    "RW and ACCESS due to the optional `GET` argument")),
+    "setnx": Doc(_O1, "key#0 value", keys=_keys("OW insert; index 1; range 0 1 0"),
+                 doc_flags="deprecated", deprecated_since="2.6.12",
+                 replaced_by="`SET` with the `NX` argument"),
+    "setex": Doc(_O1, "key#0 seconds:integer value", keys=_keys(_OW_UPDATE),
+                 doc_flags="deprecated", deprecated_since="2.6.12",
+                 replaced_by="`SET` with the `EX` argument"),
+    "psetex": Doc(_O1, "key#0 milliseconds:integer value", keys=_keys(_OW_UPDATE),
+                  doc_flags="deprecated", deprecated_since="2.6.12",
+                  replaced_by="`SET` with the `PX` argument"),
+    "getset": Doc(_O1, "key#0 value", keys=_keys(_RW_ACCESS_UPDATE), doc_flags="deprecated",
+                  deprecated_since="6.2.0", replaced_by="`SET` with the `!GET` argument"),
+    "getdel": Doc(_O1, "key#0", keys=_keys("RW access delete; index 1; range 0 1 0")),
+    "getex": Doc(
+        _O1,
+        "key#0 [expiration{EX seconds:integer | PX milliseconds:integer | "
+        "EXAT unix-time-seconds:unix-time | PXAT unix-time-milliseconds:unix-time | PERSIST}]",
+        keys=_keys(f"{_RW_ACCESS_UPDATE}; RW and UPDATE because it changes the TTL")),
+    "mget": Doc("O(N) where N is the number of keys to retrieve.", "key#0...",
+                keys=_keys("RO access; index 1; range -1 1 0")),
+    "mset": Doc("O(N) where N is the number of keys to set.", "data(key#0 value)...",
+                keys=_keys("OW update; index 1; range -1 2 0")),
+    "msetnx": Doc("O(N) where N is the number of keys to set.", "data(key#0 value)...",
+                  keys=_keys("OW insert; index 1; range -1 2 0")),
+    "incr": Doc(_O1, "key#0", keys=_keys(_RW_ACCESS_UPDATE)),
+    "decr": Doc(_O1, "key#0", keys=_keys(_RW_ACCESS_UPDATE)),
+    "incrby": Doc(_O1, "key#0 increment:integer", keys=_keys(_RW_ACCESS_UPDATE)),
+    "decrby": Doc(_O1, "key#0 decrement:integer", keys=_keys(_RW_ACCESS_UPDATE)),
+    "append": Doc(
+        "O(1). The amortized time complexity is O(1) assuming the appended value is small and "
+        "the already present value is of any size, since the dynamic string library used by "
+        "Redis will double the free space available on every reallocation.",
+        "key#0 value", keys=_keys("RW insert; index 1; range 0 1 0")),
+    "getrange": Doc(_SUBSTRING_COST, "key#0 start:integer end:integer", keys=_keys(_RO_ACCESS)),
+    "substr": Doc(_SUBSTRING_COST, "key#0 start:integer end:integer", keys=_keys(_RO_ACCESS),
+                  doc_flags="deprecated", deprecated_since="2.0.0", replaced_by="`GETRANGE`"),
+    "setrange": Doc(
+        "O(1), not counting the time taken to copy the new string in place. Usually, this "
+        "string is very small so the amortized complexity is O(1). Otherwise, complexity is "
+        "O(M) with M being the length of the value argument.",
+        "key#0 offset:integer value", keys=_keys(_RW_UPDATE)),
     # transactions
     "discard": Doc("O(N), when N is the number of queued commands"),
     "exec": Doc("Depends on commands in the transaction"),

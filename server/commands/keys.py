@@ -11,7 +11,7 @@ from server.dispatch import command, container
 from server.errors import DB_INDEX_OUT_OF_RANGE, NO_SUCH_KEY, SYNTAX, CommandError
 from server.parsing import INT64_MAX, INT64_MIN, eq, parse_c_int, parse_int, string2ull
 from server.persistence.snapshot import clone_stream
-from storage.keyspace import Database, StringValue, type_name
+from storage.keyspace import Database, StringValue, is_shared_integer, type_name
 from storage.keyspace import object_encoding as encoding_of
 from storage.stream import Stream
 
@@ -487,7 +487,12 @@ def object_encoding(client: Client, argv: list[bytes]) -> object:
          since="2.2.3",
          summary="Returns the reference count of a value of a key.")
 def object_refcount(client: Client, argv: list[bytes]) -> object:
-    return None if lookup_read(client, argv[2], touch=False, notify_miss=False) is None else 1
+    value = lookup_read(client, argv[2], touch=False, notify_miss=False)
+    if value is None:
+        return None
+    config = client.server.config
+    sharing = not config["maxmemory"] or not config["maxmemory-policy"].endswith(("lru", "lfu"))
+    return 2**31 - 1 if sharing and is_shared_integer(value) else 1
 
 
 _LFU_SELECTED = ("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note "

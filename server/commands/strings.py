@@ -1,5 +1,5 @@
-"""The minimal string type: SET, GET and STRLEN, so that type checks (WRONGTYPE) have a second
-type (and redis-cli --bigkeys can size strings)."""
+"""The string type's core: GET, STRLEN and SET, and the helpers the other string command
+modules (string_counters, string_edit, string_multi, string_set) share."""
 
 from __future__ import annotations
 
@@ -35,6 +35,52 @@ def strlen(client: Client, argv: list[bytes]) -> object:
     return 0 if value is None else len(value)
 
 
+def lookup_string_write(client: Client, key: bytes) -> StringValue | None:
+    """lookupKeyWrite + checkType: the string at key (lazily expired, no keymiss event, no
+    hit/miss stats), None when missing; WRONGTYPE for another type."""
+    value = client.db.get(key)
+    if value is not None and type(value) is not StringValue:
+        raise WrongTypeError()
+    return value
+
+
+def expire_at_ms(client: Client, arg: bytes, unit_ms: int, absolute: bool, name: str) -> int:
+    """getExpireMillisecondsOrReply: the absolute time (ms) an EX/PX/EXAT/PXAT argument
+    means, or "invalid expire time" for a value <= 0 or one that overflows."""
+    amount = parse_int(arg)
+    invalid = CommandError(f"ERR invalid expire time in '{name}' command")
+    if amount <= 0 or amount > INT64_MAX // unit_ms:
+        raise invalid
+    when_ms = amount * unit_ms if absolute else client.db.clock() + amount * unit_ms
+    if when_ms > INT64_MAX:
+        raise invalid
+    return when_ms
+
+
+def store_string(client: Client, key: bytes, data: bytes, old: object,
+                 keep_ttl: bool = False) -> None:
+    """setKey + the "set" event: key now holds data (its TTL dropped unless keep_ttl); `old`
+    is the value it replaced (None: the key is new), for Redis 8.2's overwritten events."""
+    db = client.db
+    value = StringValue(data)
+    db.set(key, value, keep_ttl=keep_ttl)
+    server = client.server
+    server.key_changed(db, key)
+    server.notify_replaced(db, key, old, value)
+    server.notify(notify.STRING, b"set", key, db.id)
+
+
+def store_string_expiring(client: Client, key: bytes, data: bytes, old: object,
+                          when_ms: int) -> None:
+    """SET with EX/PX/EXAT/PXAT (and SETEX, PSETEX): store, set the TTL, propagate as
+    SET key value PXAT <ms> so that a replay gives the same absolute time."""
+    store_string(client, key, data, old)
+    db = client.db
+    db.set_expire(key, when_ms)
+    client.server.notify(notify.GENERIC, b"expire", key, db.id)
+    client.server.propagate(db, [b"SET", key, data, b"PXAT", str(when_ms).encode()])
+
+
 _EXPIRY_UNITS = {b"ex": (1000, False), b"px": (1, False), b"exat": (1000, True),
                  b"pxat": (1, True)}
 
@@ -62,33 +108,20 @@ def set_(client: Client, argv: list[bytes]) -> object:
         else:
             raise CommandError(SYNTAX)
         i += 1
-    db = client.db
     key = argv[1]
     when_ms = None
     if expiry is not None:
         unit, absolute = _EXPIRY_UNITS[expiry[0]]
-        amount = parse_int(expiry[1])
-        invalid = CommandError("ERR invalid expire time in 'set' command")
-        if amount <= 0 or amount > INT64_MAX // unit:
-            raise invalid
-        when_ms = amount * unit if absolute else db.clock() + amount * unit
-        if when_ms > INT64_MAX:
-            raise invalid
+        when_ms = expire_at_ms(client, expiry[1], unit, absolute, "set")
     old = get_string(client, key) if want_old else None
-    current = db.get(key)
+    current = client.db.get(key)
     exists = current is not None
     if (nx and exists) or (xx and not exists):
         return old if want_old else None
-    value = StringValue(argv[2])
-    db.set(key, value, keep_ttl=keep_ttl)
-    server = client.server
-    server.key_changed(db, key)
-    server.notify_replaced(db, key, current, value)
-    server.notify(notify.STRING, b"set", key, db.id)
     if when_ms is not None:
-        db.set_expire(key, when_ms)
-        server.notify(notify.GENERIC, b"expire", key, db.id)
-        server.propagate(db, [b"SET", key, argv[2], b"PXAT", str(when_ms).encode()])
+        store_string_expiring(client, key, argv[2], current, when_ms)
     else:
-        server.propagate(db, [b"SET", key, argv[2], *([b"KEEPTTL"] if keep_ttl else [])])
+        store_string(client, key, argv[2], current, keep_ttl)
+        client.server.propagate(client.db,
+                                [b"SET", key, argv[2], *([b"KEEPTTL"] if keep_ttl else [])])
     return old if want_old else OK

@@ -290,6 +290,8 @@ V7_RENAMES: dict[str, dict[tuple[str, str], str]] = {
                     "client-type", ("ip:port", "ADDR"): "addr", ("ip:port", "LADDR"): "laddr"},
     "client|list": {("normal_master_replica_pubsub", "TYPE"): "client-type"},
     "hello": {("username_password", "AUTH"): "auth"},
+    "mset": {("key_value", "block"): "data"},
+    "msetnx": {("key_value", "block"): "data"},
     "flushall": {("async", "oneof"): "flush-type"},
     "flushdb": {("async", "oneof"): "flush-type"},
     "config|set": {("parameter_value", "block"): "data"},
@@ -479,6 +481,8 @@ SAME_INFO = [
     "xclaim", "xautoclaim", "xpending", "xsetid", "xgroup|create", "xgroup|createconsumer",
     "xgroup|delconsumer", "xgroup|destroy", "xgroup|setid", "xgroup|help", "xinfo|stream",
     "xinfo|groups", "xinfo|consumers", "xinfo|help",
+    "incr", "decr", "incrby", "decrby", "append", "mget", "mset", "msetnx", "setnx", "setex",
+    "psetex", "getset", "getdel", "getex", "getrange", "substr", "setrange", "strlen",
 ]
 
 
@@ -510,6 +514,10 @@ GETKEYS_CASES = [
     ("RENAME", "a", "b"),
     ("SET", "k", "v", "GET"),
     ("SET", "k", "v", "EX", "1"),
+    ("MSET", "a", "1", "b", "2"),
+    ("MSETNX", "a", "1", "b"),
+    ("MGET", "a", "b", "c"),
+    ("GETEX", "k", "PERSIST"),
     ("DEL", "a", "b", "c"),
     ("MEMORY", "USAGE", "k"),
     ("WATCH", "a", "b"),
