@@ -1,6 +1,7 @@
-"""redis-benchmark runs against the server: its standard tests that the server supports, custom
-stream commands (pipelined, random keys, CSV output), RESP3 and a password. Only correctness is
-checked here (the run completes, the data it wrote is there); speed is measured in bench/.
+"""redis-benchmark runs against the server: its standard tests that the server supports (PING,
+SET, GET, INCR, MSET), custom stream commands (pipelined, random keys, CSV output), RESP3 and a
+password. Only correctness is checked here (the run completes, the data it wrote is there);
+speed is measured in bench/.
 """
 
 from __future__ import annotations
@@ -44,6 +45,15 @@ def test_standard_tests(flushed: ServerProcess) -> None:
     sock = connect(flushed.port)
     value = call(sock, "GET", "key:__rand_int__")  # -d defaults to 3 bytes (random letters)
     assert isinstance(value, bytes) and len(value) == 3
+
+
+def test_string_tests(flushed: ServerProcess) -> None:
+    out = bench(flushed.port, "-n", "2000", "-c", "10", "-t", "set,get,incr,mset", "-q")
+    found = rates(out)
+    assert set(found) == {"SET", "GET", "INCR", "MSET (10 keys)"}, out
+    assert all(rate > 0 for rate in found.values())
+    sock = connect(flushed.port)
+    assert call(sock, "GET", "counter:__rand_int__") == b"2000"  # INCR's one key, each time
 
 
 def test_pipelined_xadd(flushed: ServerProcess) -> None:
