@@ -179,12 +179,14 @@ class Server:
             for kind, event in notify.replaced_events(old, new):
                 self.notify(kind, event, key, db.id)
 
-    def write_push(self, client: Client, data: bytes) -> None:
-        """Encoded Pub/Sub output (a message, a subscription's confirmation): written even
-        under CLIENT REPLY OFF, as Redis's CLIENT_PUSHING does."""
+    def write_push(self, client: Client, data: bytes, hold: bool = True) -> None:
+        """Encoded Pub/Sub output (a message, a subscription's confirmation, an invalidation):
+        written even under CLIENT REPLY OFF, as Redis's CLIENT_PUSHING does. The running
+        client's waits for its command's reply, unless `hold` is False (it was caused before
+        the command ran)."""
         if client.closed:
             return
-        if client is self.current_client:  # after its command's reply (command_done)
+        if hold and client is self.current_client:  # after its command's reply (command_done)
             client.waiting_pushes.append(data)
             client.reply_flags |= REPLY_PUSHES_WAITING
             return

@@ -274,15 +274,7 @@ class Tracking:
     def _push(self, client: Client, data: bytes, now: bool) -> None:
         """Server.write_push holds the running client's pushes until its reply; an
         invalidation made before its command runs (`now`) goes out at once."""
-        server = self.server
-        if now and client is server.current_client and not client.in_exec:
-            if client.closed:
-                return
-            client.out.append(data)
-            if not client.pending_write:
-                server.queue_write(client)
-        else:
-            server.write_push(client, data)
+        self.server.write_push(client, data, hold=not now or client.in_exec)
 
 
 def encode_redir_broken(redirect: int) -> bytes:
