@@ -15,8 +15,10 @@ _FLAGS = "write denyoom fast"
 _CATEGORIES = "@write @string @fast"
 
 
-def _incr_by(client: Client, key: bytes, incr: int) -> int:
-    """incrDecrCommand: the value in place (the key keeps its TTL), created from 0."""
+def _incr_by(client: Client, argv: list[bytes], incr: int) -> int:
+    """incrDecrCommand: the value in place (the key keeps its TTL), created from 0; the
+    command itself is what the AOF replays."""
+    key = argv[1]
     value = lookup_string_write(client, key)
     current = 0 if value is None else parse_int(value.data)
     result = current + incr
@@ -32,6 +34,7 @@ def _incr_by(client: Client, key: bytes, incr: int) -> int:
     server = client.server
     server.key_changed(db, key)
     server.notify(notify.STRING, b"incrby", key, db.id)
+    server.propagate(db, list(argv))
     return result
 
 
@@ -39,27 +42,21 @@ def _incr_by(client: Client, key: bytes, incr: int) -> int:
          summary="Increments the integer value of a key by one. Uses 0 as initial value if the "
                  "key doesn't exist.", group="string")
 def incr(client: Client, argv: list[bytes]) -> object:
-    result = _incr_by(client, argv[1], 1)
-    client.server.propagate(client.db, [b"INCR", argv[1]])
-    return result
+    return _incr_by(client, argv, 1)
 
 
 @command("decr", 2, _FLAGS, keys=(1, 1, 1), categories=_CATEGORIES,
          summary="Decrements the integer value of a key by one. Uses 0 as initial value if the "
                  "key doesn't exist.", group="string")
 def decr(client: Client, argv: list[bytes]) -> object:
-    result = _incr_by(client, argv[1], -1)
-    client.server.propagate(client.db, [b"DECR", argv[1]])
-    return result
+    return _incr_by(client, argv, -1)
 
 
 @command("incrby", 3, _FLAGS, keys=(1, 1, 1), categories=_CATEGORIES,
          summary="Increments the integer value of a key by a number. Uses 0 as initial value if "
                  "the key doesn't exist.", group="string")
 def incrby(client: Client, argv: list[bytes]) -> object:
-    result = _incr_by(client, argv[1], parse_int(argv[2]))
-    client.server.propagate(client.db, [b"INCRBY", argv[1], argv[2]])
-    return result
+    return _incr_by(client, argv, parse_int(argv[2]))
 
 
 @command("decrby", 3, _FLAGS, keys=(1, 1, 1), categories=_CATEGORIES,
@@ -69,6 +66,4 @@ def decrby(client: Client, argv: list[bytes]) -> object:
     decrement = parse_int(argv[2])
     if decrement == INT64_MIN:  # its negation does not fit
         raise CommandError("ERR decrement would overflow")
-    result = _incr_by(client, argv[1], -decrement)
-    client.server.propagate(client.db, [b"DECRBY", argv[1], argv[2]])
-    return result
+    return _incr_by(client, argv, -decrement)
