@@ -54,6 +54,14 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # the log file cannot be opened
         print(f"Can't open the log file: {exc.strerror}", file=sys.stderr)
         return 1
+    from server.acl.registry import AclError
+
+    try:
+        server.acl.load_at_startup()
+    except AclError as exc:
+        server.log.warning(str(exc))
+        print(str(exc), file=sys.stderr)
+        return 1
     from server.persistence.manager import attach
 
     try:

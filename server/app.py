@@ -14,7 +14,7 @@ from typing import Any
 
 from protocol.encoder import encode_into
 from server import command_stats, notify
-from server.acl_log import AclLog
+from server.acl.access import AccessControl
 from server.blocking import POSTPONE, Blocking, BlockRequest, timeout_reply
 from server.client import REPLY_MUTED, REPLY_PUSHES_WAITING, Client
 from server.config import Config
@@ -98,7 +98,8 @@ class Server:
         # notify-keyspace-events as bits (server/notify.py); 0, the default, sends nothing.
         self.notify_flags: int = self._mirror("notify-keyspace-events", "notify_flags")
         self.slowlog: deque[SlowlogEntry] = deque()
-        self.acl_log = AclLog()
+        self.acl = AccessControl(self)  # users, the permission check, the ACL log
+        self.acl_log = self.acl.log
         self.slowlog_next_id = 0
         self.dirty = 0  # changes since the last snapshot
         self.listeners: list[asyncio.AbstractServer] = []

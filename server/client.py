@@ -44,7 +44,7 @@ class Client:
         "close_after_reply", "closed",
         "monitor", "no_evict", "no_touch", "pending_write", "argv_bytes", "user",
         "obl_soft_since", "pending_cmds", "aof_woff", "block_exec_us", "subs", "subscribed",
-        "checked_path", "waiting_pushes", "tracking",
+        "checked_path", "acl_checked", "waiting_pushes", "tracking",
     )
 
     def __init__(self, client_id: int, server: Server, sink: ClientSink | None,
@@ -59,8 +59,8 @@ class Client:
         self.lib_ver = b""
         self.db: Database = server.dbs[0]
         self.protocol = 2
-        self.authenticated = not server.config["requirepass"]
-        self.user = "default"
+        self.user = server.acl.users.default  # (server/acl/user.py)
+        self.authenticated = self.user.nopass and self.user.enabled
         now = time.monotonic()
         self.created = now
         self.last_interaction = now
@@ -95,17 +95,29 @@ class Client:
         self.subscribed = False  # in Pub/Sub mode: it holds at least one subscription
         # Its commands take the checked path (dispatch._execute_checked) even when nothing
         # else would send them there: see refresh_checked_path.
-        self.checked_path = False
+        # Its user lacks some permission: every command passes the ACL check.
+        self.acl_checked = not self.user.grants_everything()
+        self.checked_path = self.acl_checked
         self.waiting_pushes: list[bytes] = []  # see REPLY_PUSHES_WAITING
         self.tracking: TrackingState | None = None  # CLIENT TRACKING (server/tracking.py)
 
     def refresh_checked_path(self) -> None:
-        """To be called when no_touch, subscribed or tracking change. NO-TOUCH needs call()'s
-        handling, and so does a subscriber: a RESP2 one may run only a few commands, and the
-        Pub/Sub output its own commands send any subscriber waits for their replies. So does
-        a tracking client: call() remembers the keys it reads, and the invalidations its own
-        commands cause wait for their replies too."""
-        self.checked_path = self.no_touch or self.subscribed or self.tracking is not None
+        """To be called when no_touch, subscribed, tracking or the user's rules change.
+        NO-TOUCH needs call()'s handling, and so does a subscriber: a RESP2 one may run only
+        a few commands, and the Pub/Sub output its own commands send any subscriber waits
+        for their replies. So does a tracking client: call() remembers the keys it reads,
+        and the invalidations its own commands cause wait for their replies too. A user
+        without every permission has each command checked (_checked's ACL check)."""
+        self.acl_checked = not self.user.grants_everything()
+        self.checked_path = (self.no_touch or self.subscribed or self.tracking is not None
+                             or self.acl_checked)
+
+    def set_default_user(self) -> None:
+        """clientSetDefaultAuth: the default user, logged in if it needs no password."""
+        user = self.server.acl.users.default
+        self.user = user
+        self.authenticated = user.nopass and user.enabled
+        self.refresh_checked_path()
 
     def command_done(self) -> None:
         """resetClient's part for CLIENT REPLY: a SKIP ends with its command, and one asked

@@ -251,6 +251,8 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("slowlog-log-slower-than", 10000, _int_range(-1, _MAX)),
     OptionSpec("slowlog-max-len", 128, _int_range(0, 2**63 - 1)),
     OptionSpec("acllog-max-len", 128, _int_range(0, 2**63 - 1)),
+    OptionSpec("aclfile", "", _string, mutable=False),
+    OptionSpec("acl-pubsub-default", "resetchannels", Choice("allchannels", "resetchannels")),
     OptionSpec("latency-monitor-threshold", 0, _int_range(0, _MAX)),
     OptionSpec("latency-tracking", True, parse_bool),
     OptionSpec("latency-tracking-info-percentiles", [50.0, 99.0, 99.9], _percentiles,
@@ -277,6 +279,9 @@ class Config:
         self.values = self._values
         self._listeners: dict[str, list[Callable[[Any], None]]] = {}
         self.config_file = ""  # absolute path of the file read at start-up, if any
+        # The `user` directives (ACL users), as (line number, line): loaded once the command
+        # table exists (server/acl/access.py).
+        self.user_lines: list[tuple[int, str]] = []
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]
@@ -408,6 +413,11 @@ def load_config(argv: list[str]) -> Config:
         lines.append(ConfigLine(next_line + offset, f"{name} {value}".strip(), name, value))
     save_seen = False
     for line in lines:
+        if line.name == "user":
+            if not line.value:
+                raise _fatal(line.lineno, line.text, "Bad directive or wrong number of arguments")
+            config.user_lines.append((line.lineno, line.text))
+            continue
         spec = config.spec(line.name)
         if spec is None:
             raise _fatal(line.lineno, line.text, "Bad directive or wrong number of arguments")

@@ -96,7 +96,7 @@ class Connection(asyncio.Protocol):
         refusal = None
         if len(server.clients) >= config["maxclients"]:
             refusal = MAX_CLIENTS_TEXT
-        elif (config["protected-mode"] and not config["requirepass"]
+        elif (config["protected-mode"] and server.acl.users.default.nopass
               and not binds_loopback_only(config["bind"])):
             host = str(peer[0]) if isinstance(peer, tuple) else ""
             if not is_loopback_host(host):

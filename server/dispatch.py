@@ -330,6 +330,11 @@ def _checked(client: Client, argv: list[bytes]) -> Any:
     if not client.authenticated and name.lower() not in _NO_AUTH:
         spec.rejected_calls += 1
         return _reject(client, argv, "NOAUTH Authentication required.")
+    if client.acl_checked:
+        refusal = server.acl.refusal(client, spec, argv)  # ACL (logged and counted there)
+        if refusal is not None:
+            spec.rejected_calls += 1
+            return _reject(client, argv, refusal)
     if server.tracking.clients:  # tracking-table-max-keys, before any command (processCommand)
         server.tracking.limit_used_slots(client)
     # A RESP2 client in Pub/Sub mode reads messages: only these commands may interleave.

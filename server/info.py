@@ -189,8 +189,10 @@ def _stats(s: Server) -> Fields:
         ("client_output_buffer_limit_disconnections",
          st.client_output_buffer_limit_disconnections),
         ("reply_buffer_shrinks", 0), ("reply_buffer_expands", 0),
-        ("acl_access_denied_auth", st.auth_failures), ("acl_access_denied_cmd", 0),
-        ("acl_access_denied_key", 0), ("acl_access_denied_channel", 0),
+        ("acl_access_denied_auth", st.auth_failures),
+        ("acl_access_denied_cmd", st.acl_denied["command"]),
+        ("acl_access_denied_key", st.acl_denied["key"]),
+        ("acl_access_denied_channel", st.acl_denied["channel"]),
     ]
 
 

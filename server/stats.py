@@ -20,7 +20,7 @@ class Stats:
         "client_query_buffer_limit_disconnections", "client_output_buffer_limit_disconnections",
         "_samples", "_last_sample", "start_time", "errors", "errorstats_disabled",
         "total_forks", "latest_fork_usec", "fork_rate_gb_s",
-        "reads_processed", "writes_processed", "auth_failures",
+        "reads_processed", "writes_processed", "auth_failures", "acl_denied",
         "expire_cycle_usec", "expired_stale_perc", "expire_cycles_stopped_early",
         "over_maxmemory_seconds", "over_maxmemory_since",
     )
@@ -59,6 +59,8 @@ class Stats:
         self.reads_processed = 0  # socket reads (data_received calls)
         self.writes_processed = 0  # socket writes of replies
         self.auth_failures = 0  # AUTH / HELLO AUTH with a wrong user or password
+        # Commands refused by ACL rules, by reason (server/acl/access.py).
+        self.acl_denied = {"command": 0, "key": 0, "channel": 0}
         self.expire_cycle_usec = 0  # time spent in active-expire cycles
         # Redis's running estimate of the share of keys with a TTL that are already expired:
         # each cycle moves it 5% of the way to the share it found among the keys it sampled.

@@ -58,7 +58,7 @@ def client_info_line(client: Client) -> str:
         f"watch={len(client.watched)} "
         f"qbuf={qbuf} qbuf-free=0 argv-mem={client.argv_bytes} multi-mem=0 rbs=16384 rbp=0 "
         f"obl={obl} oll=0 omem={omem} tot-mem={qbuf + obl + omem} events=r "
-        f"cmd={client_text(client.last_cmd)} user={client.user} redir={redir} "
+        f"cmd={client_text(client.last_cmd)} user={client_text(client.user.name)} redir={redir} "
         f"resp={client.protocol} "
         f"lib-name={client_text(client.lib_name)} lib-ver={client_text(client.lib_ver)} io-thread=0"
     )
@@ -183,7 +183,8 @@ def client_kill(client: Client, argv: list[bytes]) -> object:
         elif name == b"maxage":
             parsed = parse_int(value)
         elif name == b"user":
-            if value != b"default":  # the only user (no ACL users besides it)
+            parsed = client.server.acl.users.get(value)
+            if parsed is None:
                 raise CommandError(f"ERR No such user '{client_text(value)}'")
         elif name not in (b"addr", b"laddr"):
             raise CommandError(SYNTAX)
@@ -210,7 +211,7 @@ def _filter_matches(other: Client, name: bytes, value: object, now: float) -> bo
     if name == b"type":
         return client_type(other) == value
     if name == b"user":
-        return other.user == value
+        return other.user is value
     if name == b"maxage":
         return now - other.created >= value  # type: ignore[operator]
     return True

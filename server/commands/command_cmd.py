@@ -234,11 +234,11 @@ def command_getkeysandflags(client: Client, argv: list[bytes]) -> object:
     keys = keys_with_specs(spec, target)
     if not keys:
         raise CommandError("ERR Invalid arguments specified for command")
-    return [[key, SetReply([SimpleString(f) for f in _key_flags(spec, target, ks)])]
+    return [[key, SetReply([SimpleString(f) for f in key_flags(spec, target, ks)])]
             for key, ks in keys]
 
 
-def _key_flags(spec: CommandSpec, argv: list[bytes], ks: KeySpec) -> tuple[str, ...]:
+def key_flags(spec: CommandSpec, argv: list[bytes], ks: KeySpec) -> tuple[str, ...]:
     """A key's access flags; variable_flags means they depend on the arguments (SET's GET makes
     it read the key, as Redis's setGetKeys reports)."""
     if "variable_flags" not in ks.flags:
@@ -257,7 +257,13 @@ def keys_with_specs(spec: CommandSpec, argv: list[bytes],
     """The keys of argv (a full command) with the key spec each was found by, in key spec
     order, as Redis's getKeysUsingKeySpecs walks them. Specs flagged not_key (shard channels)
     are skipped unless include_not_keys (Redis's GET_KEYSPEC_INCLUDE_NOT_KEYS)."""
-    out: list[tuple[bytes, KeySpec]] = []
+    return [(argv[pos], ks) for pos, ks in key_positions(spec, argv, include_not_keys)]
+
+
+def key_positions(spec: CommandSpec, argv: list[bytes],
+                  include_not_keys: bool = False) -> list[tuple[int, KeySpec]]:
+    """keys_with_specs, with the keys' positions in argv instead of the keys."""
+    out: list[tuple[int, KeySpec]] = []
     for ks in key_specs(spec):
         if ks.find is None or ("not_key" in ks.flags and not include_not_keys):
             continue
@@ -278,7 +284,7 @@ def keys_with_specs(spec: CommandSpec, argv: list[bytes],
             stop = len(argv) + last
         if stop >= len(argv) or stop < first:
             continue  # too few arguments: no keys from this spec, as Redis does
-        out.extend((argv[i], ks) for i in range(first, stop + 1, step))
+        out.extend((i, ks) for i in range(first, stop + 1, step))
     return out
 
 

@@ -245,6 +245,15 @@ DOCS: dict[str, Doc] = {
                    history=(("7.2.0", "Added entry ID, timestamp created, and timestamp last "
                                       "updated."),)),
     "acl|users": Doc("O(N). Where N is the number of configured users."),
+    "acl|setuser": Doc(
+        "O(N). Where N is the number of rules provided.", "username [rule...]",
+        history=(("6.2.0", "Added Pub/Sub channel patterns."),
+                 ("7.0.0", "Added selectors and key based permissions."))),
+    "acl|deluser": Doc("O(1) amortized time considering the typical user.", "username..."),
+    "acl|genpass": Doc(_O1, "[bits:integer]"),
+    "acl|dryrun": Doc("O(1).", "username command [arg...]"),
+    "acl|load": Doc("O(N). Where N is the number of configured users."),
+    "acl|save": Doc("O(N). Where N is the number of configured users."),
     "acl|whoami": Doc(_O1),
     "bgrewriteaof": Doc(_O1),
     "bgsave": Doc(_O1, "[SCHEDULE@3.2.2]",

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import hmac
-
 from protocol.encoder import OK, Raw, SimpleString
 from server.app import VERSION
 from server.client import REPLY_OFF, REPLY_SKIP_NEXT, Client
-from server.commands.client_cmds import client_info_line, validate_name
+from server.commands.client_cmds import validate_name
 from server.dispatch import command
 from server.errors import DB_INDEX_OUT_OF_RANGE, SYNTAX, CommandError, client_text, wrong_arity
 from server.parsing import eq, parse_c_int, parse_int
-from storage.keyspace import now_ms
 
 PONG = Raw(b"+PONG\r\n")
 WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
@@ -39,29 +36,17 @@ def echo(client: Client, argv: list[bytes]) -> object:
     return argv[1]
 
 
-def check_password(client: Client, username: bytes, password: bytes) -> bool:
-    """ACL check for the only user, "default": with no requirepass it is a nopass user, so
-    any password is accepted; otherwise the password is compared in constant time."""
-    if username != b"default":
-        return False
-    required = client.server.config["requirepass"].encode()
-    if not required:
-        return True
-    return hmac.compare_digest(password, required)
-
-
 def authenticate(client: Client, command: bytes, username: bytes, password: bytes) -> None:
-    """AUTH and HELLO AUTH (`command`, as sent): log the client in, or record the failure
-    (INFO stats' acl_access_denied_auth, ACL LOG) and answer WRONGPASS."""
-    if not check_password(client, username, password):
-        server = client.server
-        server.stats.auth_failures += 1
-        server.acl_log.add("auth", "multi" if client.in_exec else "toplevel", command, username,
-                           client_info_line(client), now_ms(),
-                           server.config["acllog-max-len"])
+    """AUTH and HELLO AUTH (`command`, as sent): log the client in as the user, or record
+    the failure (INFO stats' acl_access_denied_auth, ACL LOG) and answer WRONGPASS."""
+    acl = client.server.acl
+    user = acl.users.authenticate(username, password)
+    if user is None:
+        acl.record_auth_failure(client, command, username)
         raise CommandError(WRONGPASS)
     client.authenticated = True
-    client.user = "default"
+    client.user = user
+    client.refresh_checked_path()
 
 
 @command("auth", -2, "noscript loading stale fast no-auth sentinel allow-busy",
@@ -71,7 +56,7 @@ def auth(client: Client, argv: list[bytes]) -> object:
     if len(argv) > 3:
         raise CommandError(SYNTAX)
     if len(argv) == 2:
-        if not client.server.config["requirepass"]:
+        if client.server.acl.users.default.nopass:
             raise CommandError(
                 "ERR AUTH <password> called without any password configured for the default "
                 "user. Are you sure your configuration is correct?")
@@ -173,5 +158,5 @@ def reset(client: Client, argv: list[bytes]) -> object:
     client.refresh_checked_path()
     # CLIENT REPLY OFF ends (RESET's own reply is sent); a SKIP in force still drops it.
     client.reply_flags &= ~(REPLY_OFF | REPLY_SKIP_NEXT)
-    client.authenticated = not server.config["requirepass"]
+    client.set_default_user()
     return SimpleString("RESET")

@@ -31,10 +31,13 @@ def monitor(client: Client, argv: list[bytes]) -> object:
 
 
 def redacted_args(argv: list[bytes]) -> list[bytes]:
-    """Secrets never reach monitors: AUTH's arguments, HELLO's AUTH user and password."""
+    """Secrets never reach monitors or the slow log: AUTH's arguments, HELLO's AUTH user
+    and password, ACL SETUSER's user and rules."""
     name = argv[0].lower()
     if name == b"auth":
         return [argv[0], *[_REDACTED] * (len(argv) - 1)]
+    if name == b"acl" and len(argv) > 2 and argv[1].lower() == b"setuser":
+        return [argv[0], argv[1], *[_REDACTED] * (len(argv) - 2)]
     if name == b"hello":
         shown = list(argv)
         for i, arg in enumerate(argv):

@@ -78,6 +78,11 @@ def exec_(client: Client, argv: list[bytes]) -> object:
             except CommandError as exc:
                 replies.append(ErrorReply(exc.message))
                 continue
+            refusal = server.acl.exec_refusal(client, spec, queued_argv)
+            if refusal is not None:  # (the rules changed since it was queued)
+                server.stats.error_reply(refusal)
+                replies.append(ErrorReply(refusal))
+                continue
             reply = call(client, spec, queued_argv)
             if type(reply) is BlockRequest:  # BLOCK inside MULTI acts as a non-blocking read
                 reply = timeout_reply(reply.timeout_reply)

@@ -202,7 +202,8 @@ def test_option_kinds_come_from_the_option_table() -> None:
     memory = {"proto-max-bulk-len", "client-query-buffer-limit", "maxmemory",
               "stream-node-max-bytes", "auto-aof-rewrite-min-size"}
     assert memory == MEMORY_OPTIONS
-    assert {"loglevel", "maxmemory-policy", "appendfsync", "enable-debug-command"} == ENUM_OPTIONS
+    assert {"loglevel", "maxmemory-policy", "appendfsync", "enable-debug-command",
+            "acl-pubsub-default"} == ENUM_OPTIONS
 
 
 def test_rewritten_file_loads_back_to_the_same_values(tmp_path: Path) -> None:
@@ -226,6 +227,7 @@ def test_rewritten_file_loads_back_to_the_same_values(tmp_path: Path) -> None:
         "latency-tracking": "no", "latency-tracking-info-percentiles": "",
         "maxmemory-samples": "7", "maxmemory-eviction-tenacity": "20",
         "lfu-log-factor": "3", "lfu-decay-time": "0", "tracking-table-max-keys": "0",
+        "aclfile": "/tmp/users file.acl", "acl-pubsub-default": "allchannels",
     }
     assert set(values) == {spec.name for spec in OPTIONS}, "cover every option"
     config = Config()

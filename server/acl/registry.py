@@ -1,0 +1,237 @@
+"""The users by name, and what uses them: SETUSER, authentication, the permission check,
+the ACL file and the config file's `user` lines (acl.c)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+
+from server.acl.selector import (
+    ALLOWED,
+    DENIED_CHANNEL,
+    DENIED_CMD,
+    DENIED_KEY,
+    AclRuleError,
+    has_space,
+)
+from server.acl.user import User
+from server.dispatch import CommandSpec
+
+DEFAULT = b"default"
+
+DENIAL_REASONS = {DENIED_CMD: "command", DENIED_KEY: "key", DENIED_CHANNEL: "channel"}
+
+
+class AclError(Exception):
+    """An ACL change that was refused; the text is Redis's (without "ERR ")."""
+
+
+def split_selectors(args: list[bytes]) -> list[bytes]:
+    """ACLMergeSelectorArguments: a selector written over several arguments ("(+get",
+    "~key)") becomes one. AclError for a parenthesis never closed."""
+    merged: list[bytes] = []
+    open_at = -1
+    for index, arg in enumerate(args):
+        if open_at < 0 and arg[:1] == b"(" and arg[-1:] != b")":
+            open_at = index
+            merged.append(arg)
+        elif open_at >= 0:
+            merged[-1] += b" " + arg
+            if arg[-1:] == b")":
+                open_at = -1
+        else:
+            merged.append(arg)
+    if open_at >= 0:
+        text = args[open_at].decode(errors="replace")
+        raise AclError(f"Unmatched parenthesis in acl selector starting at '{text}'.")
+    return merged
+
+
+class Users:
+    """Every user, and the default one (which always exists)."""
+
+    def __init__(self) -> None:
+        self.all_channels_default = False  # acl-pubsub-default: resetchannels
+        self.by_name: dict[bytes, User] = {}
+        self.default = self._new_default()
+        self.by_name[DEFAULT] = self.default
+        self.version = 0  # bumped by every change, for whoever caches a user's verdicts
+
+    def _new_default(self) -> User:
+        """ACLCreateDefaultUser: every command, key and channel; on; nopass."""
+        user = User(DEFAULT, self.all_channels_default)
+        for rule in (b"+@all", b"~*", b"&*", b"on", b"nopass"):
+            user.apply(rule)
+        return user
+
+    def get(self, name: bytes) -> User | None:
+        return self.by_name.get(name)
+
+    def names(self) -> list[bytes]:
+        """In the order of Redis's radix tree: bytewise."""
+        return sorted(self.by_name)
+
+    def new_user(self, name: bytes) -> User:
+        return User(name, self.all_channels_default)
+
+    # -- changes --------------------------------------------------------------------------------
+    def staged(self, name: bytes, rules: list[bytes]) -> tuple[User | None, User]:
+        """ACLStringSetUser's first half: (the user as it is or None, a copy with the rules
+        applied). AclError with Redis's text when a rule does not apply: nothing changes."""
+        current = self.by_name.get(name)
+        staged = current.copy() if current is not None else self.new_user(name)
+        for rule in split_selectors(rules):
+            try:
+                staged.apply(rule, self.all_channels_default)
+            except AclRuleError as exc:
+                text = rule.decode(errors="replace")
+                raise AclError(f"Error in ACL SETUSER modifier '{text}': {exc}") from None
+        return current, staged
+
+    def commit(self, current: User | None, staged: User) -> User:
+        """The second half: the staged rules become the user's."""
+        if current is None:
+            self.by_name[staged.name] = staged
+            current = staged
+        else:
+            current.assign(staged)
+        self.version += 1
+        return current
+
+    def delete(self, name: bytes) -> User | None:
+        user = self.by_name.pop(name, None)
+        if user is not None:
+            self.version += 1
+        return user
+
+    def set_default_password(self, password: str) -> None:
+        """requirepass: the default user's only password, or nopass when empty."""
+        self.default.apply(b"resetpass")
+        self.default.apply(b">" + password.encode() if password else b"nopass")
+        self.version += 1
+
+    # -- authentication -------------------------------------------------------------------------
+    def authenticate(self, name: bytes, password: bytes) -> User | None:
+        """ACLCheckUserCredentials: the user, when it exists, is on and the password is one
+        of its own (any, for a nopass user)."""
+        user = self.by_name.get(name)
+        if user is None or not user.enabled or not user.password_matches(password):
+            return None
+        return user
+
+    # -- the ACL file ---------------------------------------------------------------------------
+    def load_lines(self, lines: Iterable[tuple[str, list[bytes]]], where: str) -> list[User]:
+        """Users from `user <name> <rules...>` lines, each (location, words); AclError with
+        every problem (ACLLoadFromFile's text) and nothing changed if there is any."""
+        errors: list[str] = []
+        loaded: dict[bytes, User] = {}
+        for location, words in lines:
+            if not words:
+                continue
+            if words[0] != b"user" or len(words) < 2:
+                errors.append(f"{location} should start with user keyword followed by the "
+                              f"username. ")
+                continue
+            name = words[1]
+            if has_space(name):
+                errors.append(f"'{location}: username '{name.decode(errors='replace')}' "
+                              f"contains invalid characters. ")
+                continue
+            if name in loaded:
+                errors.append(f"WARNING: Duplicate user '{name.decode(errors='replace')}' "
+                              f"found on {where}. ")
+                continue
+            user = self.new_user(name)
+            loaded[name] = user
+            try:
+                rules = split_selectors(words[2:])
+            except AclError:
+                errors.append(f"{location}: Unmatched parenthesis in selector definition.")
+                continue
+            syntax_error = False
+            for rule in rules:
+                try:
+                    user.apply(rule, self.all_channels_default)
+                except AclRuleError as exc:
+                    text = str(exc)
+                    if text.startswith("Unknown command"):
+                        errors.append(f"{location}: Error in applying operation "
+                                      f"'{rule.decode(errors='replace')}': {text}. ")
+                    elif not syntax_error:
+                        errors.append(f"{location}: {text}. ")
+                        syntax_error = True
+        if errors:
+            raise AclError("".join(errors) + "WARNING: ACL errors detected, no change to the "
+                           "previously active ACL rules was performed")
+        return list(loaded.values())
+
+    def replace_all(self, users: list[User]) -> list[User]:
+        """ACL LOAD's success: these users replace all others (the default user keeps its
+        object, with the loaded rules or the defaults'). Returns the users gone or changed,
+        whose clients Redis disconnects."""
+        old = self.by_name
+        self.by_name = {}
+        new_default = next((user for user in users if user.name == DEFAULT), None)
+        self.default.assign(new_default if new_default is not None else self._new_default())
+        self.by_name[DEFAULT] = self.default
+        for user in users:
+            if user.name != DEFAULT:
+                self.by_name[user.name] = user
+        self.version += 1
+        return [user for name, user in old.items() if name != DEFAULT]
+
+    def describe_lines(self) -> list[bytes]:
+        """ACL LIST, ACL SAVE and CONFIG REWRITE: `user <name> <rules>` per user."""
+        return [b"user " + name + b" " + self.by_name[name].describe() for name in self.names()]
+
+    def save(self, path: str) -> None:
+        """ACLSaveToFile: written to a temporary file, then renamed over the old one."""
+        data = b"".join(line + b"\n" for line in self.describe_lines())
+        temp = f"{path}.tmp-{os.getpid()}-{int(time.time() * 1000)}"
+        try:
+            with open(temp, "wb") as fh:
+                fh.write(data)
+            os.rename(temp, path)
+        finally:
+            if os.path.exists(temp):
+                os.unlink(temp)
+
+
+def read_acl_file(path: str) -> list[tuple[str, list[bytes]]]:
+    """The lines of an ACL file as (location, words); AclError when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise AclError(f"Error loading ACLs, opening file '{path}': {exc.strerror}") from None
+    lines = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        line = raw.strip(b" \t\r\n")
+        if line:
+            lines.append((f"{path}:{number}", [word for word in line.split(b" ") if word]))
+    return lines
+
+
+def check_command(user: User, spec: CommandSpec, argv: list[bytes]) -> tuple[int, int]:
+    """ACLCheckAllUserCommandPerm: (ALLOWED, 0) when one of the user's selectors allows the
+    command, else the most relevant refusal (a command refusal only when no selector allows
+    the command; otherwise the last key or channel refused) and its argument's position."""
+    keys: list[tuple[int, tuple[str, ...]]] | None = None
+    relevant, position = DENIED_CMD, 0
+    for selector in user.selectors:
+        if keys is None and not selector.all_keys:
+            keys = command_keys(spec, argv)
+        result, pos = selector.check(spec, argv, keys or ())
+        if result == ALLOWED:
+            return ALLOWED, 0
+        if result > relevant or (result == relevant and pos > position):
+            relevant, position = result, pos
+    return relevant, position
+
+
+def command_keys(spec: CommandSpec, argv: list[bytes]) -> list[tuple[int, tuple[str, ...]]]:
+    """The positions of argv's keys with their access flags (getKeysFromCommandWithSpecs)."""
+    from server.commands.command_cmd import key_flags, key_positions
+
+    return [(pos, key_flags(spec, argv, ks)) for pos, ks in key_positions(spec, argv)]
