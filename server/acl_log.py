@@ -1,9 +1,10 @@
 """ACL LOG: recent security events, newest first, grouped as Redis groups them.
 
-This server has one user with every permission, so the only events are failed
-authentications (reason "auth"). An event like one of the ten newest entries (same reason,
-context, object and username, that entry updated less than 60 seconds ago) bumps that
-entry's count and moves it to the front instead of adding a new one (acl.c addACLLogEntry).
+Events are failed authentications (reason "auth") and commands refused by a user's ACL
+rules (reasons "command", "key", "channel": server/acl/access.py). An event like one of the
+ten newest entries (same reason, context, object and username, that entry updated less than
+60 seconds ago) bumps that entry's count and moves it to the front instead of adding a new
+one (acl.c addACLLogEntry).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ _SCANNED = 10  # entries looked at for one to group with
 @dataclass(slots=True)
 class AclLogEntry:
     entry_id: int  # 0, 1, ... in order of creation since the server started
-    reason: str  # "auth" (Redis also has "command", "key", "channel")
+    reason: str  # "auth", "command", "key" or "channel"
     context: str  # "toplevel" or "multi"
     object: bytes  # what was denied; the command's name as sent for "auth"
     username: bytes

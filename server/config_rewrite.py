@@ -125,8 +125,13 @@ def _directive(line: str) -> OptionSpec | None:
     return Config.spec(words[0]) if words else None
 
 
-def rewrite_config_text(old_text: str, config: Config, cwd: str) -> str:
-    """The new content of a config file whose content was old_text ("" when it is missing)."""
+def rewrite_config_text(old_text: str, config: Config, cwd: str,
+                        user_lines: list[str] | None = None) -> str:
+    """The new content of a config file whose content was old_text ("" when it is missing).
+
+    user_lines are the ACL users' `user ...` lines, written after every option as Redis's
+    rewriteConfigUserOption does (all of them, the default user's too); None when the users
+    live in an aclfile: the file's user lines are then dropped."""
     lines: list[str] = []
     slots: dict[str, list[int]] = {}  # option -> indexes of its lines in the old file, in order
     has_signature = False
@@ -139,15 +144,21 @@ def rewrite_config_text(old_text: str, config: Config, cwd: str) -> str:
             continue
         spec = _directive(line)
         if spec is None:
-            lines.append("# ??? " + line)
+            if line.split(maxsplit=1)[0].lower() == "user":
+                slots.setdefault("user", []).append(len(lines))
+            else:
+                line = "# ??? " + line
+            lines.append(line)
             continue
         slots.setdefault(spec.name, []).append(len(lines))  # aliases count as the option
         lines.append(line)
 
-    for spec in OPTIONS:
-        free = slots.pop(spec.name, [])
+    rewrites = [(spec.name, option_lines(spec, config[spec.name], cwd)) for spec in OPTIONS]
+    rewrites.append(("user", [(line, True) for line in user_lines or ()]))
+    for name, new_lines in rewrites:
+        free = slots.pop(name, [])
         free.reverse()  # pop() from the end takes the file's lines first to last
-        for text, force in option_lines(spec, config[spec.name], cwd):
+        for text, force in new_lines:
             if free:
                 lines[free.pop()] = text
             elif force:
@@ -209,9 +220,9 @@ def write_file_atomically(path: str, text: str) -> None:
         os.close(dir_fd)
 
 
-def rewrite_config_file(config: Config, cwd: str) -> None:
+def rewrite_config_file(config: Config, cwd: str, user_lines: list[str] | None = None) -> None:
     """CONFIG REWRITE's work: rewrite config.config_file in place; raises OSError. A missing
-    file is written from scratch, as Redis does."""
+    file is written from scratch, as Redis does. (user_lines: see rewrite_config_text.)"""
     path = config.config_file
     try:
         # surrogateescape and newline="" keep bytes that are not UTF-8 and lone \r as they were.
@@ -219,4 +230,4 @@ def rewrite_config_file(config: Config, cwd: str) -> None:
             old_text = fh.read()
     except FileNotFoundError:
         old_text = ""
-    write_file_atomically(path, rewrite_config_text(old_text, config, cwd))
+    write_file_atomically(path, rewrite_config_text(old_text, config, cwd, user_lines))

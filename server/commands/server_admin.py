@@ -176,7 +176,9 @@ def config_rewrite(client: Client, argv: list[bytes]) -> object:
         raise CommandError("ERR The server is running without a config file")
     try:
         # `dir` is written as the working directory, which the server chdir()ed into.
-        rewrite_config_file(server.config, os.getcwd())
+        users = None if server.config["aclfile"] else [
+            line.decode(errors="surrogateescape") for line in server.acl.users.describe_lines()]
+        rewrite_config_file(server.config, os.getcwd(), users)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         server.log.warning(f"CONFIG REWRITE failed: {reason}")

@@ -265,3 +265,21 @@ def test_write_file_atomically_failures_leave_the_original(tmp_path: Path) -> No
         write_file_atomically(str(target), "new\n")
     assert sorted(os.listdir(tmp_path)) == ["target"]  # the temp file was removed
     assert (target / "inside").read_text() == "kept"
+
+
+def test_user_lines_replace_the_files_and_come_after_every_option() -> None:
+    users = ["user alice on ~a:* resetchannels -@all +get",
+             "user default on nopass sanitize-payload ~* &* +@all"]
+    old = "user old on\nport 6379\nuser older off\n"
+    text = rewrite_config_text(old, Config(), CWD, users)
+    lines = text.split("\n")
+    # The file's two user lines are reused in place; nothing else is appended for users.
+    assert lines[:3] == [users[0], "port 6379", users[1]]
+    assert text.count("user ") == 2
+    new = rewrite_config_text("port 6379\n", Config(), CWD, users)
+    assert new.split("\n")[-3:] == [*users, ""]
+
+
+def test_user_lines_are_dropped_when_users_live_in_an_aclfile() -> None:
+    text = rewrite_config_text("user old on\nport 6379\n", Config(), CWD, None)
+    assert "user" not in text and "port 6379" in text
