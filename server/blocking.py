@@ -219,7 +219,16 @@ class Blocking:
         saved_db = client.db
         client.db = db
         try:
-            reply = call(client, state.spec, state.argv)
+            # As in Redis 7.2+, the command passes the ACL check again: the user's rules may
+            # have changed while it waited.
+            refusal = (self.server.acl.refusal(client, state.spec, state.argv)
+                       if client.acl_checked else None)
+            if refusal is None:
+                reply = call(client, state.spec, state.argv)
+            else:
+                state.spec.rejected_calls += 1
+                self.server.stats.error_reply(refusal)
+                reply = ErrorReply(refusal)
         except Exception as exc:  # a handler bug must not stop the wake-up pass
             self.server.log.warning(f"error re-running a blocked command: {exc!r}")
             reply = ErrorReply(f"ERR {exc}")
