@@ -77,12 +77,12 @@ class AccessControl:
             except AclError as exc:
                 raise AclError(f"Aborting Redis startup because of ACL errors: {exc}") from None
 
-    def install(self, users: list[User]) -> None:
+    def install(self, users: list[User], running: Client | None = None) -> None:
         """ACL LOAD's users replace the current ones; the clients of the users replaced are
         disconnected (the default user's stay, with its new rules)."""
         gone = self.users.replace_all(users)
         for user in gone:
-            self.disconnect_clients_of(user)
+            self.disconnect_clients_of(user, running)
         self.users_changed()
 
     # -- the check ------------------------------------------------------------------------------
@@ -132,19 +132,16 @@ class AccessControl:
         for client in self.server.clients.values():
             client.refresh_checked_path()
 
-    def disconnect_clients_of(self, user: User) -> None:
+    def disconnect_clients_of(self, user: User, running: Client | None = None) -> None:
         """ACLFreeUserAndKillClients: the running client is closed after its reply."""
-        server = self.server
-        for client in list(server.clients.values()):
+        for client in list(self.server.clients.values()):
             if client.user is user:
                 client.user = self.users.default  # (as Redis: nothing runs as a dead user)
                 client.authenticated = False
-                if client is server.current_client or client.in_exec:
-                    client.close_after_reply = True
-                elif client.sink is not None:
-                    client.sink.close_client()
+                _disconnect(client, running)
 
-    def disconnect_subscribers_if_needed(self, staged: User, current: User) -> None:
+    def disconnect_subscribers_if_needed(self, staged: User, current: User,
+                                         running: Client) -> None:
         """ACLKillPubsubClientsIfNeeded: a change that takes channels away closes the
         user's subscribers whose subscriptions it no longer allows."""
         if any(selector.all_channels for selector in staged.selectors):
@@ -165,8 +162,16 @@ class AccessControl:
             revoked = (any(not allowed.may_use_channel(p, True) for p in subs.patterns)
                        or any(not allowed.may_use_channel(c, False)
                               for c in (*subs.channels, *subs.shard_channels)))
-            if revoked and client.sink is not None:
-                client.sink.close_client()
+            if revoked:
+                _disconnect(client, running)
+
+
+def _disconnect(client: Client, running: Client | None) -> None:
+    """Close a client: at once, or after its reply for the one running the command."""
+    if client is running:
+        client.close_after_reply = True
+    elif client.sink is not None:
+        client.sink.close_client()
 
 
 def denial_text(result: int, user: User, spec: CommandSpec, arg: bytes, verbose: bool) -> str:

@@ -50,7 +50,7 @@ def acl_setuser(client: Client, argv: list[bytes]) -> object:
     except AclError as exc:
         raise CommandError(f"ERR {exc}") from None
     if current is not None:
-        acl.disconnect_subscribers_if_needed(staged, current)
+        acl.disconnect_subscribers_if_needed(staged, current, client)
     acl.users.commit(current, staged)
     acl.users_changed()
     return OK
@@ -67,7 +67,7 @@ def acl_deluser(client: Client, argv: list[bytes]) -> object:
     for name in names:
         user = acl.users.delete(name)
         if user is not None:
-            acl.disconnect_clients_of(user)
+            acl.disconnect_clients_of(user, client)
             deleted += 1
     if deleted:
         acl.users_changed()
@@ -154,7 +154,7 @@ def acl_load(client: Client, argv: list[bytes]) -> object:
         users = acl.users.load_lines(read_acl_file(path), path)
     except AclError as exc:
         raise CommandError(f"ERR {exc}") from None
-    acl.install(users)
+    acl.install(users, client)
     return OK
 
 
