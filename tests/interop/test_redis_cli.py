@@ -17,7 +17,7 @@ import time
 import pytest
 
 from tests.helpers import ServerProcess
-from tests.integration.ops_helpers import call, connect, info, running
+from tests.integration.ops_helpers import IS_REDIS, call, connect, info, running
 from tests.interop.cli_pty import Pty, Repl
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-cli") is None,
@@ -110,6 +110,29 @@ def test_interactive_auth() -> None:
         # REDISCLI_AUTH keeps the password off the command line.
         done = cli(proc.port, "XADD", "s", "1-1", "f", "v", env={"REDISCLI_AUTH": PASSWORD})
         assert done.stdout == b"1-1\n"
+
+
+def test_user_login_and_refusals(flushed: ServerProcess) -> None:
+    """redis-cli --user / --pass logs in as an ACL user, whose refusals it prints as Redis's."""
+    port = flushed.port
+    assert cli(port, "ACL", "SETUSER", "ingest", "on", ">pw", "~events:*", "+@stream",
+               "+ping").stdout == b"OK\n"
+    login = ["--user", "ingest", "--pass", "pw", "--no-auth-warning"]
+    assert cli(port, *login, "XADD", "events:a", "1-1", "f", "v").stdout == b"1-1\n"
+    # Redis 8's refusal texts (7.0's said "this user has no permissions to ...").
+    key_refusal, command_refusal = (
+        ("this user has no permissions to access one of the keys used as arguments",
+         "this user has no permissions to run the 'get' command") if IS_REDIS else
+        ("No permissions to access a key",
+         "User ingest has no permissions to run the 'get' command"))
+    assert cli(port, *login, "XADD", "other", "1-1", "f", "v").stdout == (
+        f"NOPERM {key_refusal}\n\n".encode())
+    assert cli(port, *login, "GET", "events:a").stdout == (
+        f"NOPERM {command_refusal}\n\n".encode())
+    # A failed login leaves the connection with the default user (nopass here), as in Redis.
+    failed = cli(port, "--user", "ingest", "--pass", "bad", "--no-auth-warning", "PING")
+    assert failed.stderr.startswith(b"AUTH failed: WRONGPASS") and failed.stdout == b"PONG\n"
+    assert cli(port, "ACL", "DELUSER", "ingest").stdout == b"1\n"
 
 
 def test_interactive_help_has_summary(srv: ServerProcess) -> None:

@@ -1,6 +1,6 @@
 // ioredis against xstreamd: XADD, XGROUP CREATE, XREADGROUP (immediate and BLOCK woken by an
 // XADD from another connection), XACK, XAUTOCLAIM, XPENDING, XINFO STREAM, SUBSCRIBE and a
-// keyspace notification.
+// keyspace notification, and an ACL user's login and refusals.
 // Environment: XSTREAMD_PORT, XSTREAMD_PASSWORD (optional), XSTREAMD_RESP (2 or 3).
 "use strict";
 
@@ -114,6 +114,23 @@ async function main() {
                                ["__keyevent@0__:x*", "__keyevent@0__:xadd", key]]);
     } finally {
       subscriber.disconnect();
+    }
+
+    // An ACL user: ioredis logs in with `username` and gets Redis's NOPERM refusals.
+    const user = `ioredis-resp${protocol}`;
+    await redis.call("ACL", "SETUSER", user, "on", ">pw", `~${key}`, "+@stream");
+    const limited = new Redis({ host: "127.0.0.1", port, username: user, password: "pw",
+                                protocol, maxRetriesPerRequest: 0, retryStrategy: () => null,
+                                lazyConnect: true });
+    await limited.connect();
+    try {
+      assert.equal(await limited.xlen(key), await redis.xlen(key));
+      await assert.rejects(limited.xlen("elsewhere"),
+                           /^ReplyError: NOPERM No permissions to access a key/);
+      await assert.rejects(limited.get(key), /^ReplyError: NOPERM User .* has no permissions/);
+    } finally {
+      limited.disconnect();
+      await redis.call("ACL", "DELUSER", user);
     }
 
     await redis.del(key);
