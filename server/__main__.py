@@ -59,8 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         server.acl.load_at_startup()
     except AclError as exc:
-        server.log.warning(str(exc))
-        print(str(exc), file=sys.stderr)
+        for line in str(exc).split("\n"):
+            server.log.warning(line)
+        if server.config["logfile"]:  # (else the log lines went to stdout already)
+            print(str(exc), file=sys.stderr)
         return 1
     from server.persistence.manager import attach
 

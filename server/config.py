@@ -392,6 +392,20 @@ def parse_command_line(argv: list[str]) -> tuple[str | None, list[tuple[str, str
     return config_file, pairs
 
 
+def _check_user_line(line: ConfigLine, seen: set[bytes]) -> None:
+    """A `user` directive is checked as the file is read, as redis-server does."""
+    from server.acl.registry import check_user_line
+
+    words = [word.encode() for word in split_config_line(line.text)]
+    if len(words) < 2:
+        raise _fatal(line.lineno, line.text, "Bad directive or wrong number of arguments")
+    problem = check_user_line(words, seen)
+    if problem is not None:
+        index, reason = problem
+        word = words[index].decode(errors="replace")
+        raise _fatal(line.lineno, line.text, f"Error in user declaration '{word}': {reason}")
+
+
 def load_config(argv: list[str]) -> Config:
     """Build a Config from the command line (and the file it names); raises ConfigError with
     Redis's "Reading the configuration file, at line N" message. Command-line options count
@@ -412,10 +426,10 @@ def load_config(argv: list[str]) -> Config:
     for offset, (name, value) in enumerate(flag_pairs):
         lines.append(ConfigLine(next_line + offset, f"{name} {value}".strip(), name, value))
     save_seen = False
+    users_seen: set[bytes] = set()
     for line in lines:
         if line.name == "user":
-            if not line.value:
-                raise _fatal(line.lineno, line.text, "Bad directive or wrong number of arguments")
+            _check_user_line(line, users_seen)
             config.user_lines.append((line.lineno, line.text))
             continue
         spec = config.spec(line.name)

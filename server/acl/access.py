@@ -64,16 +64,15 @@ class AccessControl:
         if aclfile and lines:
             raise AclError(BOTH_SOURCES)
         if lines:
-            words = [(f"line {lineno}", [w.encode() for w in split_config_line(text)])
-                     for lineno, text in lines]
             try:
-                self.install(self.users.load_lines(words, "the configuration file"))
+                self.users.load_configured([[w.encode() for w in split_config_line(text)]
+                                            for _, text in lines])
             except AclError as exc:
-                raise AclError(f"Error loading ACL users from the configuration file: {exc}. "
-                               "Critical error while loading ACLs. Exiting.") from None
+                raise AclError(f"{exc}\nCritical error while loading ACLs. Exiting.") from None
+            self.users_changed()
         if aclfile:
             try:
-                self.install(self.users.load_lines(read_acl_file(aclfile), aclfile))
+                self.install(self.users.load_lines(read_acl_file(aclfile)))
             except AclError as exc:
                 raise AclError(f"Aborting Redis startup because of ACL errors: {exc}") from None
 

@@ -12,6 +12,8 @@ from server.acl.selector import (
     DENIED_CHANNEL,
     DENIED_CMD,
     DENIED_KEY,
+    SYNTAX_ERROR,
+    UNKNOWN_COMMAND,
     AclRuleError,
     has_space,
 )
@@ -121,12 +123,13 @@ class Users:
         return user
 
     # -- the ACL file ---------------------------------------------------------------------------
-    def load_lines(self, lines: Iterable[tuple[str, list[bytes]]], where: str) -> list[User]:
-        """Users from `user <name> <rules...>` lines, each (location, words); AclError with
-        every problem (ACLLoadFromFile's text) and nothing changed if there is any."""
+    def load_lines(self, lines: Iterable[tuple[str, int, list[bytes]]]) -> list[User]:
+        """Users from an ACL file's `user <name> <rules...>` lines, each (file, line number,
+        words); AclError with every problem (ACLLoadFromFile's text) if there is any."""
         errors: list[str] = []
         loaded: dict[bytes, User] = {}
-        for location, words in lines:
+        for path, number, words in lines:
+            location = f"{path}:{number}"
             if not words:
                 continue
             if words[0] != b"user" or len(words) < 2:
@@ -140,7 +143,7 @@ class Users:
                 continue
             if name in loaded:
                 errors.append(f"WARNING: Duplicate user '{name.decode(errors='replace')}' "
-                              f"found on {where}. ")
+                              f"found on line {number}. ")
                 continue
             user = self.new_user(name)
             loaded[name] = user
@@ -165,6 +168,26 @@ class Users:
             raise AclError("".join(errors) + "WARNING: ACL errors detected, no change to the "
                            "previously active ACL rules was performed")
         return list(loaded.values())
+
+    def load_configured(self, lines: list[list[bytes]]) -> None:
+        """ACLLoadConfiguredUsers: the config file's `user <name> <rules...>` lines (already
+        checked by check_user_line), applied at start-up. The default user is reset first;
+        AclError for a rule that names an unknown command (the check lets those through)."""
+        for words in lines:
+            name = words[1]
+            user = self.by_name.get(name)
+            if user is None:
+                user = self.by_name[name] = self.new_user(name)
+            else:
+                user.apply(b"reset", self.all_channels_default)
+            for rule in split_selectors(words[2:]):
+                try:
+                    user.apply(rule, self.all_channels_default)
+                except AclRuleError as exc:
+                    raise AclError(f"Error loading ACL rule '{rule.decode(errors='replace')}' "
+                                   f"for the user named '{name.decode(errors='replace')}': "
+                                   f"{exc}") from None
+        self.version += 1
 
     def replace_all(self, users: list[User]) -> list[User]:
         """ACL LOAD's success: these users replace all others (the default user keeps its
@@ -198,8 +221,37 @@ class Users:
                 os.unlink(temp)
 
 
-def read_acl_file(path: str) -> list[tuple[str, list[bytes]]]:
-    """The lines of an ACL file as (location, words); AclError when it cannot be read."""
+DUPLICATE_USER = "Duplicate user found. A user can only be defined once in config files"
+
+
+def check_user_line(words: list[bytes], seen: set[bytes]) -> tuple[int, str] | None:
+    """ACLAppendUserForLoading: a config file's `user` line (words[0] == b"user") checked
+    while the file is read; None, or (index of the word to name, the reason). Rules naming
+    unknown commands pass here (they fail at start-up), as in Redis. (Redis names the word
+    at the rule's index among the rules, but in the whole line: an off-by-two kept here.)"""
+    import server.commands  # noqa: F401 - the command table the rules name (read early)
+
+    name = words[1]
+    if name in seen:
+        return 1, DUPLICATE_USER
+    try:
+        rules = split_selectors(words[2:])
+    except AclError:
+        return 0, SYNTAX_ERROR
+    probe = User(b"probe")
+    for index, rule in enumerate(rules):
+        try:
+            probe.apply(rule)
+        except AclRuleError as exc:
+            if str(exc) != UNKNOWN_COMMAND:
+                return index, str(exc)
+    seen.add(name)
+    return None
+
+
+def read_acl_file(path: str) -> list[tuple[str, int, list[bytes]]]:
+    """The lines of an ACL file as (path, line number, words); AclError when it cannot be
+    read."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -209,7 +261,7 @@ def read_acl_file(path: str) -> list[tuple[str, list[bytes]]]:
     for number, raw in enumerate(data.split(b"\n"), start=1):
         line = raw.strip(b" \t\r\n")
         if line:
-            lines.append((f"{path}:{number}", [word for word in line.split(b" ") if word]))
+            lines.append((path, number, [word for word in line.split(b" ") if word]))
     return lines
 
 

@@ -151,7 +151,7 @@ def acl_load(client: Client, argv: list[bytes]) -> object:
     if not path:
         raise CommandError(_NO_ACL_FILE)
     try:
-        users = acl.users.load_lines(read_acl_file(path), path)
+        users = acl.users.load_lines(read_acl_file(path))
     except AclError as exc:
         raise CommandError(f"ERR {exc}") from None
     acl.install(users, client)

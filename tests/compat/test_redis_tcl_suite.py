@@ -99,8 +99,7 @@ UNITS: dict[str, tuple[int, set[str]]] = {
     # Pub/Sub and keyspace notifications: the tests of lists, sets, sorted sets and hashes
     # skip at their first unknown command.
     "pubsub": (22, set()),
-    # ACL SETUSER is not implemented.
-    "other": (19, {"RESET clears authenticated state"}),
+    "other": (20, set()),
     # Client-side caching: EVAL and DEBUG PAUSE-CRON are not implemented; two tests reuse a
     # connection that a skipped test (EVAL, HSET) closed (the harness closes the unit's shared
     # connections at an unknown command).

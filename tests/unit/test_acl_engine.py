@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,7 @@ from server.acl.selector import (
     DENIED_CMD,
     DENIED_KEY,
 )
+from server.config import ConfigError, load_config
 from server.dispatch import find
 
 
@@ -173,14 +175,14 @@ def test_reset_and_pubsub_default() -> None:
 
 def test_acl_file_errors_name_every_bad_line() -> None:
     users = Users()
-    lines = [("f:1", [b"user", b"a", b"on", b"+nosuch"]), ("f:2", [b"nouser"]),
-             ("f:3", [b"user", b"a"]), ("f:4", [b"user", b"b", b"(+get"])]
+    lines = [("f", 1, [b"user", b"a", b"on", b"+nosuch"]), ("f", 2, [b"nouser"]),
+             ("f", 3, [b"user", b"a"]), ("f", 4, [b"user", b"b", b"(+get"])]
     with pytest.raises(AclError) as info:
-        users.load_lines(lines, "f")
+        users.load_lines(lines)
     assert str(info.value) == (
         "f:1: Error in applying operation '+nosuch': Unknown command or category name in "
         "ACL. f:2 should start with user keyword followed by the username. WARNING: Duplicate "
-        "user 'a' found on f. f:4: Unmatched parenthesis in selector definition.WARNING: ACL "
+        "user 'a' found on line 3. f:4: Unmatched parenthesis in selector definition.WARNING: ACL "
         "errors detected, no change to the previously active ACL rules was performed")
     assert users.names() == [b"default"]
 
@@ -188,10 +190,37 @@ def test_acl_file_errors_name_every_bad_line() -> None:
 def test_loading_replaces_users_but_keeps_the_default_object() -> None:
     users = _user("on")
     default = users.default
-    loaded = users.load_lines([("f:1", [b"user", b"default", b"on", b">pw", b"+@all"]),
-                               ("f:2", [b"user", b"z", b"on"])], "f")
+    loaded = users.load_lines([("f", 1, [b"user", b"default", b"on", b">pw", b"+@all"]),
+                               ("f", 2, [b"user", b"z", b"on"])])
     gone = users.replace_all(loaded)
     assert [user.name for user in gone] == [b"u"]
     assert users.names() == [b"default", b"z"]
     assert users.default is default and not default.nopass
     assert users.authenticate(b"default", b"pw") is default
+
+
+def test_config_file_user_lines_are_checked_as_the_file_is_read(tmp_path: Path) -> None:
+    conf = tmp_path / "x.conf"
+    conf.write_text("port 7000\nuser alice on >pw ~a:* +@read\nuser bob on +nosuch\n")
+    config = load_config([str(conf)])
+    assert [text for _, text in config.user_lines] == [
+        "user alice on >pw ~a:* +@read", "user bob on +nosuch"]
+    users = Users()
+    with pytest.raises(AclError) as info:  # an unknown command fails only at start-up
+        users.load_configured([line.split(b" ") for line in
+                               (b"user alice on >pw ~a:* +@read", b"user bob on +nosuch")])
+    assert str(info.value) == ("Error loading ACL rule '+nosuch' for the user named 'bob': "
+                               "Unknown command or category name in ACL")
+    for text, reason in [
+        ("user alice on\nuser alice off", "Error in user declaration 'alice': Duplicate user "
+                                          "found. A user can only be defined once in config "
+                                          "files"),
+        ("user alice on #abc", "Error in user declaration 'alice': The password hash must be "
+                               "exactly 64 characters and contain only lowercase hexadecimal "
+                               "characters"),
+        ("user", "Bad directive or wrong number of arguments"),
+    ]:
+        conf.write_text(text + "\n")
+        with pytest.raises(ConfigError) as error:
+            load_config([str(conf)])
+        assert str(error.value).endswith(reason)
