@@ -39,9 +39,9 @@ class Client:
 
     __slots__ = (
         "id", "server", "sink", "addr", "laddr", "name", "lib_name", "lib_ver", "db", "protocol",
-        "authenticated", "created", "last_interaction", "last_cmd", "multi", "multi_error",
-        "watched", "watched_stale", "cas_dirty", "reply_flags", "in_exec", "blocked", "out",
-        "close_after_reply", "closed",
+        "authenticated", "logged_in", "created", "last_interaction", "last_cmd", "multi",
+        "multi_error", "watched", "watched_stale", "cas_dirty", "reply_flags", "in_exec",
+        "blocked", "out", "close_after_reply", "closed",
         "monitor", "no_evict", "no_touch", "pending_write", "argv_bytes", "user",
         "obl_soft_since", "pending_cmds", "aof_woff", "block_exec_us", "subs", "subscribed",
         "checked_path", "acl_checked", "waiting_pushes", "tracking",
@@ -60,7 +60,12 @@ class Client:
         self.db: Database = server.dbs[0]
         self.protocol = 2
         self.user = server.acl.users.default  # (server/acl/user.py)
-        self.authenticated = self.user.nopass and self.user.enabled
+        # Logged in (Redis's c->authenticated): at once when the default user needs no
+        # password. `authenticated` is whether it may run commands (not authRequired()):
+        # logged in, or the default user needs no password now (server/acl/access.py keeps
+        # it up to date when the users change).
+        self.logged_in = self.user.nopass and self.user.enabled
+        self.authenticated = self.logged_in
         now = time.monotonic()
         self.created = now
         self.last_interaction = now
@@ -116,7 +121,7 @@ class Client:
         """clientSetDefaultAuth: the default user, logged in if it needs no password."""
         user = self.server.acl.users.default
         self.user = user
-        self.authenticated = user.nopass and user.enabled
+        self.logged_in = self.authenticated = user.nopass and user.enabled
         self.refresh_checked_path()
 
     def command_done(self) -> None:

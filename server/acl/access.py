@@ -77,10 +77,14 @@ class AccessControl:
                 raise AclError(f"Aborting Redis startup because of ACL errors: {exc}") from None
 
     def install(self, users: list[User], running: Client | None = None) -> None:
-        """ACL LOAD's users replace the current ones; the clients of the users replaced are
-        disconnected (the default user's stay, with its new rules)."""
-        gone = self.users.replace_all(users)
-        for user in gone:
+        """ACL LOAD's users replace the current ones (Redis 7.2+): the clients of a user
+        no longer defined are disconnected, those of a user still defined keep it with its
+        new rules, unless they are subscribers whose channels the new rules take away."""
+        for user in users:
+            current = self.users.get(user.name)
+            if current is not None:
+                self.disconnect_subscribers_if_needed(user, current, running)
+        for user in self.users.replace_all(users):
             self.disconnect_clients_of(user, running)
         self.users_changed()
 
@@ -127,8 +131,13 @@ class AccessControl:
 
     # -- after changes --------------------------------------------------------------------------
     def users_changed(self) -> None:
-        """Rules changed: which clients need the check may have changed with them."""
+        """Rules changed: which clients need the check may have changed with them, and
+        whether a client not logged in may run commands (authRequired: only while the
+        default user needs a password or is off)."""
+        default = self.users.default
+        open_default = default.nopass and default.enabled
         for client in self.server.clients.values():
+            client.authenticated = client.logged_in or open_default
             client.refresh_checked_path()
 
     def disconnect_clients_of(self, user: User, running: Client | None = None) -> None:
@@ -136,7 +145,7 @@ class AccessControl:
         for client in list(self.server.clients.values()):
             if client.user is user:
                 client.user = self.users.default  # (as Redis: nothing runs as a dead user)
-                client.authenticated = False
+                client.logged_in = client.authenticated = False
                 _disconnect(client, running)
 
     def disconnect_subscribers_if_needed(self, staged: User, current: User,

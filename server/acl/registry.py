@@ -190,19 +190,22 @@ class Users:
         self.version += 1
 
     def replace_all(self, users: list[User]) -> list[User]:
-        """ACL LOAD's success: these users replace all others (the default user keeps its
-        object, with the loaded rules or the defaults'). Returns the users gone or changed,
-        whose clients Redis disconnects."""
+        """ACL LOAD's success: these users replace all others. A user defined before and now
+        keeps its object (the clients logged in as it refer to it) with the loaded rules; the
+        default user always exists (with the defaults' rules if the file lacks it). Returns
+        the users no longer defined."""
         old = self.by_name
         self.by_name = {}
-        new_default = next((user for user in users if user.name == DEFAULT), None)
-        self.default.assign(new_default if new_default is not None else self._new_default())
-        self.by_name[DEFAULT] = self.default
+        if not any(user.name == DEFAULT for user in users):
+            users = [self._new_default(), *users]
         for user in users:
-            if user.name != DEFAULT:
-                self.by_name[user.name] = user
+            kept = old.pop(user.name, None)
+            if kept is not None:
+                kept.assign(user)
+                user = kept
+            self.by_name[user.name] = user
         self.version += 1
-        return [user for name, user in old.items() if name != DEFAULT]
+        return list(old.values())
 
     def describe_lines(self) -> list[bytes]:
         """ACL LIST, ACL SAVE and CONFIG REWRITE: `user <name> <rules>` per user."""

@@ -15,6 +15,7 @@ from server.commands import (  # noqa: F401
     stream_cmds,
     string_counters,
     string_edit,
+    string_float,
     string_multi,
     string_set,
     strings,

@@ -385,6 +385,7 @@ DOCS: dict[str, Doc] = {
     "decr": Doc(_O1, "key#0", keys=_keys(_RW_ACCESS_UPDATE)),
     "incrby": Doc(_O1, "key#0 increment:integer", keys=_keys(_RW_ACCESS_UPDATE)),
     "decrby": Doc(_O1, "key#0 decrement:integer", keys=_keys(_RW_ACCESS_UPDATE)),
+    "incrbyfloat": Doc(_O1, "key#0 increment:double", keys=_keys(_RW_ACCESS_UPDATE)),
     "append": Doc(
         "O(1). The amortized time complexity is O(1) assuming the appended value is small and "
         "the already present value is of any size, since the dynamic string library used by "

@@ -44,7 +44,7 @@ def authenticate(client: Client, command: bytes, username: bytes, password: byte
     if user is None:
         acl.record_auth_failure(client, command, username)
         raise CommandError(WRONGPASS)
-    client.authenticated = True
+    client.logged_in = client.authenticated = True
     client.user = user
     client.refresh_checked_path()
 
@@ -101,7 +101,7 @@ def hello(client: Client, argv: list[bytes]) -> object:
             raise CommandError(f"ERR Syntax error in HELLO option '{client_text(argv[i])}'")
     if credentials is not None:
         authenticate(client, argv[0], *credentials)
-    if not client.authenticated:
+    if not client.logged_in:  # (even when no password is needed now, as in Redis)
         raise CommandError(_HELLO_NOAUTH)
     if setname is not None:
         client.name = setname

@@ -1,5 +1,5 @@
-"""INCR, DECR, INCRBY, DECRBY: strings holding 64-bit integers. (INCRBYFLOAT is not here:
-Redis computes it in 80-bit long double, which Python cannot reproduce digit for digit.)"""
+"""INCR, DECR, INCRBY, DECRBY: strings holding 64-bit integers. (INCRBYFLOAT, computed in
+80-bit long double, is in string_float.py.)"""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def _incr_by(client: Client, argv: list[bytes], incr: int) -> int:
         db.add(key, StringValue(data))
     else:
         value.data = data
-        value.raw = False  # the result is int-encoded again
+        value.raw = value.sds = False  # the result is int-encoded again
     server = client.server
     server.key_changed(db, key)
     server.notify(notify.STRING, b"incrby", key, db.id)

@@ -758,9 +758,6 @@ def test_requirepass_is_the_default_users_password(ours: Client, theirs: Client 
         assert Client(admin.proc).call("PING") == b"PONG"
 
 
-@pytest.mark.xfail(strict=True, reason="a client that connected while the default user needed a "
-                   "password stays NOAUTH; Redis's authRequired() lets it run once the default "
-                   "user is on and nopass again")
 def test_waiting_clients_run_once_no_password_is_needed(ours: Client,
                                                         theirs: Client | None) -> None:
     for admin in present(ours, theirs):
@@ -955,8 +952,6 @@ def test_acl_load(aclfile_servers: list[tuple[ServerProcess, Path]]) -> None:
         assert carol.call("ACL", "WHOAMI") == b"carol"
 
 
-@pytest.mark.xfail(strict=True, reason="ACL LOAD closes the clients of every user it replaces; "
-                   "Redis 7.2+ keeps those whose user still exists, with the new rules")
 def test_acl_load_keeps_clients_of_users_still_defined(
         aclfile_servers: list[tuple[ServerProcess, Path]]) -> None:
     proc, path = aclfile_servers[0]  # (redis-server 7.0 closes them)
