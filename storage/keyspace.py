@@ -34,7 +34,7 @@ def now_ms() -> int:
 class StringValue:
     """A string value (the string commands in server/commands/strings.py and string_*.py)."""
 
-    __slots__ = ("data", "lru", "raw")
+    __slots__ = ("data", "lru", "raw", "sds")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
@@ -42,6 +42,9 @@ class StringValue:
         # Modified in place (APPEND, SETRANGE): Redis keeps such a string "raw" whatever its
         # content, until something re-encodes it (INCR, a reload).
         self.raw = False
+        # Stored as text without trying the int encoding (INCRBYFLOAT's results): embstr or
+        # raw by length even when it reads as an integer, until something re-encodes it.
+        self.sds = False
 
 
 class ExpireCycle(NamedTuple):
@@ -84,7 +87,7 @@ def object_encoding(value: object) -> str:
         data = value.data
         if value.raw:
             return "raw"
-        if _is_long(data):
+        if not value.sds and _is_long(data):
             return "int"
         return "embstr" if len(data) <= 44 else "raw"
     return "stream" if type_name(value) == "stream" else "raw"
@@ -93,7 +96,7 @@ def object_encoding(value: object) -> str:
 def is_shared_integer(value: object) -> bool:
     """An int-encoded string of 0..9999: Redis stores those as its shared integer objects
     (OBJECT REFCOUNT INT_MAX) unless an LRU/LFU maxmemory policy forbids sharing."""
-    if type(value) is not StringValue or value.raw or not _is_long(value.data):
+    if type(value) is not StringValue or value.raw or value.sds or not _is_long(value.data):
         return False
     return 0 <= int(value.data) < 10_000
 
