@@ -14,7 +14,9 @@
 #
 # Two harness patches: `FUNCTION FLUSH` (scripting is not implemented) is tried, not required,
 # and a test that fails on an unknown command (lists, sets, scripts: not implemented) is
-# reported as [skip] instead of aborting the run. Expected differences (Redis 7.0 vs the 8.4
+# reported as [skip] instead of aborting the run. After any failed test the shared client
+# leaves a transaction it was left in (DISCARD), so the failure does not spill into the next
+# tests. Expected differences (Redis 7.0 vs the 8.4
 # this server follows, unsupported types and options) are listed in
 # tools/redis_tcl_suite_known.md.
 set -eu
@@ -58,8 +60,10 @@ path = sys.argv[1]
 text = open(path).read()
 anchor = "    if {[catch {set retval [uplevel 1 $code]} error]} {\n"
 skip = anchor + (
+    "        set saved_info $::errorInfo\n"
+    "        catch {r discard}\n"
+    "        set ::errorInfo $saved_info\n"
     "        if {[string match \"*unknown command*\" $error]} {\n"
-    "            catch {r discard}\n"
     "            catch {r client kill type normal skipme yes}\n"
     "            send_data_packet $::test_server_fd skip \"$name (unknown command)\"\n"
     "            return\n"

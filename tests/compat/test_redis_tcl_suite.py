@@ -40,11 +40,8 @@ UNITS: dict[str, tuple[int, set[str]]] = {
         "Blocking XREADGROUP: flushed DB",
         "Consumer without PEL is present in AOF after AOFRW",
     }),
-    # Replication and scripting are not implemented. "exec with write commands and state change"
-    # (now that INCR exists) stops at CONFIG SET min-replicas-to-write with the shared client
-    # inside MULTI, so the next three tests fail with "MULTI calls can not be nested" until
-    # "MULTI propagation of PUBLISH" skips at an unknown command (the harness DISCARDs then).
-    "multi": (35, {
+    # Replication and scripting are not implemented.
+    "multi": (37, {
         "MULTI / EXEC is not propagated (single write command)",
         f"{_REPLICATION} (multiple commands)",
         f"{_REPLICATION} (multiple commands with SELECT)",
@@ -58,9 +55,7 @@ UNITS: dict[str, tuple[int, set[str]]] = {
         "just EXEC and script timeout",
         "exec with write commands and state change",
         "exec with read commands and stale replica state change",
-        "EXEC with only read commands should not be rejected when OOM",
-        "EXEC with at least one use-memory command should fail",
-        "Blocking commands ignores the timeout",
+        "MULTI propagation of PUBLISH",
         "MULTI propagation of SCRIPT LOAD",
         "MULTI propagation of EVAL",
         "MULTI propagation of SCRIPT FLUSH",
