@@ -253,7 +253,7 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
                             reply = spec.handler(client, argv)  # type: ignore[misc]
                         except Exception as exc:
                             reply = _handler_failed(client, spec, exc)
-                        if server.monitors and "admin" not in spec.flags:
+                        if server.monitors and _monitored(spec):
                             server.feed_monitors(client, argv)
                         elapsed_us = (_now_ns() - start) // 1000
                         if type(reply) is not BlockRequest:
@@ -292,6 +292,11 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
             server.pending_writes.append(client)
             if not server._before_sleep_scheduled:
                 server.schedule_before_sleep()
+
+
+def _monitored(spec: CommandSpec) -> bool:
+    """MONITOR never shows admin commands; EVAL shows itself before the commands it runs."""
+    return "admin" not in spec.flags and "skip-monitor" not in spec.flags
 
 
 def _execute_checked(client: Client, argv: list[bytes]) -> Any:
@@ -479,7 +484,7 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
             reply = _handler_failed(client, spec, exc)
     # Monitors see a command once it ran (EXEC after its queued commands), never an admin
     # command, and not again when a blocked client's command is re-run.
-    if server.monitors and client.blocked is None and "admin" not in spec.flags:
+    if server.monitors and client.blocked is None and _monitored(spec):
         server.feed_monitors(client, argv)
     elapsed_us = (_now_ns() - start) // 1000
     if type(reply) is not BlockRequest or client.in_exec:  # (EXEC answers it at once)

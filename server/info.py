@@ -117,6 +117,7 @@ def _memory(s: Server) -> Fields:
         ("used_memory_dataset", dataset),
         ("used_memory_dataset_perc", f"{100.0 * dataset / used if used else 0.0:.2f}%"),
         ("total_system_memory", total), ("total_system_memory_human", human_bytes(total)),
+        *_scripts_memory(s),
         ("maxmemory", maxmemory), ("maxmemory_human", human_bytes(maxmemory)),
         ("maxmemory_policy", s.config["maxmemory-policy"]),
         ("mem_fragmentation_ratio", "1.00"), ("mem_fragmentation_bytes", 0),
@@ -193,6 +194,24 @@ def _stats(s: Server) -> Fields:
         ("acl_access_denied_cmd", st.acl_denied["command"]),
         ("acl_access_denied_key", st.acl_denied["key"]),
         ("acl_access_denied_channel", st.acl_denied["channel"]),
+    ]
+
+
+def _scripts_memory(s: Server) -> Fields:
+    """The Lua interpreter's memory and the script cache (Redis 7's fields; functions are
+    not implemented: none, and no memory)."""
+    scripts = getattr(s, "scripts", None)
+    lua = scripts.lua_memory() if scripts is not None else 0
+    cached = scripts.cache_memory() if scripts is not None else 0
+    count = len(scripts.scripts) if scripts is not None else 0
+    return [
+        ("used_memory_lua", lua), ("used_memory_vm_eval", lua),
+        ("used_memory_lua_human", human_bytes(lua)), ("used_memory_scripts_eval", cached),
+        ("number_of_cached_scripts", count), ("number_of_functions", 0),
+        ("number_of_libraries", 0), ("used_memory_vm_functions", 0),
+        ("used_memory_vm_total", lua), ("used_memory_vm_total_human", human_bytes(lua)),
+        ("used_memory_functions", 0), ("used_memory_scripts", cached),
+        ("used_memory_scripts_human", human_bytes(cached)),
     ]
 
 

@@ -99,6 +99,16 @@ class AccessControl:
                            "multi" if client.multi is not None else "toplevel")
         return "NOPERM " + denial_text(result, client.user, spec, argv[pos], verbose=False)
 
+    def script_refusal(self, client: Client, spec: CommandSpec,
+                       argv: list[bytes]) -> str | None:
+        """scriptVerifyACL: a command a script runs, as the user that runs the script."""
+        result, pos = check_command(client.user, spec, argv)
+        if result == ALLOWED:
+            return None
+        self.record_denial(client, spec, argv, result, pos, "lua")
+        return "ERR ACL failure in script: " + denial_text(result, client.user, spec, argv[pos],
+                                                             verbose=True)
+
     def exec_refusal(self, client: Client, spec: CommandSpec, argv: list[bytes]) -> str | None:
         """EXEC's check of each queued command, in case the rules changed meanwhile."""
         if client.user.grants_everything():

@@ -222,7 +222,7 @@ def command_getkeys(client: Client, argv: list[bytes]) -> object:
     spec, target = _target(argv)
     keys = keys_of(spec, target)
     if not keys:
-        raise CommandError("ERR Invalid arguments specified for command")
+        _no_keys(spec)
     return keys
 
 
@@ -233,9 +233,16 @@ def command_getkeysandflags(client: Client, argv: list[bytes]) -> object:
     spec, target = _target(argv)
     keys = keys_with_specs(spec, target)
     if not keys:
-        raise CommandError("ERR Invalid arguments specified for command")
+        _no_keys(spec)
     return [[key, SetReply([SimpleString(f) for f in key_flags(spec, target, ks)])]
             for key, ks in keys]
+
+
+def _no_keys(spec: CommandSpec) -> None:
+    """GETKEYS found no key: an error, unless keys are optional for the command (EVAL with
+    numkeys 0: an empty list)."""
+    if "no-mandatory-keys" not in spec.flags:
+        raise CommandError("ERR Invalid arguments specified for command")
 
 
 def key_flags(spec: CommandSpec, argv: list[bytes], ks: KeySpec) -> tuple[str, ...]:
@@ -275,6 +282,9 @@ def key_positions(spec: CommandSpec, argv: list[bytes],
                 continue
         else:
             continue
+        if ks.find_type == "keynum":  # EVAL's numkeys, then that many keys
+            out.extend((i, ks) for i in _keynum_positions(argv, first, ks.find))
+            continue
         last, step, limit = ks.find
         if last >= 0:
             stop = first + last
@@ -286,6 +296,20 @@ def key_positions(spec: CommandSpec, argv: list[bytes],
             continue  # too few arguments: no keys from this spec, as Redis does
         out.extend((i, ks) for i in range(first, stop + 1, step))
     return out
+
+
+def _keynum_positions(argv: list[bytes], first: int, find: tuple[int, ...]) -> range:
+    """The keys of a keynum spec: the count at first + keynumidx, the keys from
+    first + firstkey. Empty when the count is not a number or too big for argv."""
+    index, first_key, step = find
+    try:
+        count = int(argv[first + index])
+    except (IndexError, ValueError):
+        return range(0)
+    start = first + first_key
+    if count <= 0 or start + (count - 1) * step >= len(argv):
+        return range(0)
+    return range(start, start + count * step, step)
 
 
 def _after_keyword(argv: list[bytes], keyword: bytes, startfrom: int) -> int:

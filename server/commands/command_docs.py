@@ -17,7 +17,8 @@ with the names Redis gives the arguments (the table is in command_docs_table.py)
   the version that deprecated it.
 
 Key specs are written ``"FLAGS; begin_search; find_keys[; notes]"``, for example
-``"RO access; keyword STREAMS 1; range -1 1 2"``.
+``"RO access; keyword STREAMS 1; range -1 1 2"`` (find_keys ``range lastkey keystep limit``,
+or ``keynum keynumidx firstkey keystep`` for EVAL's numkeys).
 """
 
 from __future__ import annotations
@@ -252,8 +253,10 @@ KEY_FLAGS = ("RO", "RW", "OW", "RM", "access", "update", "insert", "delete", "no
 class KeySpec:
     flags: tuple[str, ...]
     begin: tuple[str, ...]  # ("index", "1") / ("keyword", "STREAMS", "1") / ("unknown",)
-    find: tuple[int, ...] | None  # range (lastkey, keystep, limit); None for unknown
+    # range: (lastkey, keystep, limit); keynum: (keynumidx, firstkey, keystep); None: unknown
+    find: tuple[int, ...] | None
     notes: str | None = None
+    find_type: str = "range"
 
     @classmethod
     def parse(cls, text: str) -> KeySpec:
@@ -266,10 +269,12 @@ class KeySpec:
         find_words = parts[2].split()
         find = None if find_words == ["unknown"] else tuple(int(w) for w in find_words[1:])
         if begin[0] not in ("index", "keyword", "unknown") or (
-                find is not None and (find_words[0] != "range" or len(find) != 3)):
+                find is not None and (find_words[0] not in ("range", "keynum")
+                                      or len(find) != 3)):
             raise SyntaxParseError(f"bad key spec {text!r}")
         return cls(tuple(sorted(flags, key=KEY_FLAGS.index)), begin, find,
-                   parts[3] if len(parts) > 3 else None)
+                   parts[3] if len(parts) > 3 else None,
+                   find_words[0] if find is not None else "range")
 
     def reply(self) -> dict[bytes, object]:
         out: dict[bytes, object] = {}
@@ -286,6 +291,10 @@ class KeySpec:
         out[b"begin_search"] = {b"type": kind.encode(), b"spec": spec}
         if self.find is None:
             out[b"find_keys"] = {b"type": b"unknown", b"spec": {}}
+        elif self.find_type == "keynum":
+            index, first, step = self.find
+            out[b"find_keys"] = {b"type": b"keynum", b"spec": {
+                b"keynumidx": index, b"firstkey": first, b"keystep": step}}
         else:
             last, step, limit = self.find
             out[b"find_keys"] = {b"type": b"range", b"spec": {

@@ -24,6 +24,12 @@ _EXPIRE_HISTORY = (("7.0.0", "Added options: `NX`, `XX`, `GT` and `LT`."),)
 _EXPIRE_CONDITION = "[condition{NX | XX | GT | LT}@7.0.0]"
 _FLUSH_HISTORY = (("4.0.0", "Added the `ASYNC` flushing mode modifier."),
                   ("6.2.0", "Added the `SYNC` flushing mode modifier."))
+_SCRIPT_COST = "Depends on the script that is executed."
+_EVAL_NOTES = "We cannot tell how the keys will be used so we assume the worst, "
+_EVAL_KEYS = (f"RW access update; index 2; keynum 0 1 1; {_EVAL_NOTES}RW and UPDATE",)
+_EVALSHA_KEYS = ("RW access update; index 2; keynum 0 1 1",)
+_EVAL_RO_KEYS = (f"RO access; index 2; keynum 0 1 1; {_EVAL_NOTES}RO and ACCESS",)
+_EVALSHA_RO_KEYS = ("RO access; index 2; keynum 0 1 1",)
 _SUBSTRING_COST = (
     "O(N) where N is the length of the returned string. The complexity is ultimately "
     "determined by the returned length, but because creating a substring from an existing "
@@ -244,6 +250,23 @@ DOCS: dict[str, Doc] = {
                    "[operation{count:integer | RESET}]",
                    history=(("7.2.0", "Added entry ID, timestamp created, and timestamp last "
                                       "updated."),)),
+    "eval": Doc(_SCRIPT_COST, "script numkeys:integer [key#0...] [arg...]", keys=_EVAL_KEYS),
+    "evalsha": Doc(_SCRIPT_COST, "sha1 numkeys:integer [key#0...] [arg...]",
+                   keys=_EVALSHA_KEYS),
+    "eval_ro": Doc(_SCRIPT_COST, "script numkeys:integer [key#0...] [arg...]",
+                   keys=_EVAL_RO_KEYS),
+    "evalsha_ro": Doc(_SCRIPT_COST, "sha1 numkeys:integer [key#0...] [arg...]",
+                      keys=_EVALSHA_RO_KEYS),
+    "script": Doc(_SUBCOMMANDS),
+    "script|load": Doc("O(N) with N being the length in bytes of the script body.", "script"),
+    "script|exists": Doc("O(N) with N being the number of scripts to check (so checking a "
+                         "single script is an O(1) operation).", "sha1..."),
+    "script|flush": Doc("O(N) with N being the number of scripts in cache",
+                        "[flush-type{ASYNC | SYNC}@6.2.0]",
+                        history=(("6.2.0", "Added the `ASYNC` and `SYNC` flushing mode "
+                                           "modifiers."),)),
+    "script|kill": Doc(_O1),
+    "script|help": Doc(_O1),
     "acl|users": Doc("O(N). Where N is the number of configured users."),
     "acl|setuser": Doc(
         "O(N). Where N is the number of rules provided.", "username [rule...]",

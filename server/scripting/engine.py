@@ -1,0 +1,427 @@
+"""The script cache and the running of scripts (eval.c, script.c).
+
+Scripts run to completion inside the command that started them, as in Redis: nothing else
+runs meanwhile. The commands a script calls run through dispatch.call() as the script's own
+client (its database starts as the caller's, its user is the caller's), after Redis's checks
+for scripts: known command and arity, not flagged noscript, the caller's ACL rules, no write
+from a read-only script, OOM before the script's first write. A script's writes reach the
+AOF as one transaction (MULTI/EXEC around two or more), as EXEC's do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from lupa.lua51 import lua_type
+
+from protocol.encoder import ErrorReply
+from server.errors import OOM_TEXT, CommandError
+from server.scripting import convert, lua_libs
+from server.scripting.lua_env import LuaEnv
+
+if TYPE_CHECKING:
+    from server.app import Server
+    from server.client import Client
+
+NO_WRITES = "no-writes"
+ALLOW_OOM = "allow-oom"
+SHEBANG_FLAGS = (NO_WRITES, ALLOW_OOM, "allow-stale", "no-cluster", "allow-cross-slot-keys")
+_LOG_LEVELS = ("debug", "verbose", "notice", "warning")
+
+
+@dataclass(slots=True)
+class Script:
+    sha: str
+    body: bytes
+    function: Any  # the compiled Lua function
+    flags: frozenset[str] | None  # the shebang's flags; None without a shebang (EVAL mode)
+
+
+@dataclass(slots=True)
+class RunState:
+    caller: Client
+    script: Script
+    read_only: bool  # EVAL_RO / EVALSHA_RO, or a no-writes script
+    oom_at_start: bool  # pre_command_oom_state
+    resp: int = 2  # redis.setresp
+    wrote: bool = False  # a write command ran (SCRIPT_WRITE_DIRTY)
+    allow_oom: bool = False
+    errors: list[str] = field(default_factory=list)
+
+
+class ScriptEngine:
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.scripts: dict[str, Script] = {}
+        self._env: LuaEnv | None = None
+        self._client: Client | None = None
+        self.running: RunState | None = None
+
+    # -- the interpreter ------------------------------------------------------------------------
+    @property
+    def env(self) -> LuaEnv:
+        if self._env is None:
+            self._env = LuaEnv({
+                "call": self._call_raising,
+                "pcall": self._pcall,
+                "unwrap": lambda error: error.table if isinstance(error, RaisedError) else None,
+                "acl_check": self._acl_check,
+                "error_table": self._error_table,
+                "sha1hex": lambda text: hashlib.sha1(_bytes(text)).hexdigest().encode(),
+                "log": self._log,
+                "setresp": self._setresp,
+                "version": self._version,
+                "json_encode": self._json_encode,
+                "json_decode": self._json_decode,
+            })
+        return self._env
+
+    def flush(self) -> None:
+        """SCRIPT FLUSH: the cache, and the interpreter with any state scripts left in it."""
+        self.scripts.clear()
+        self._env = None
+
+    def lua_memory(self) -> int:
+        """The interpreter's heap (INFO's used_memory_vm_eval); 0 before the first script."""
+        return self._env.memory() if self._env is not None else 0
+
+    def cache_memory(self) -> int:
+        """What the cached scripts take (INFO's used_memory_scripts_eval): their bodies and
+        digests, about as Redis counts them."""
+        return sum(len(script.body) + 2 * 64 for script in self.scripts.values())
+
+    # -- the cache ------------------------------------------------------------------------------
+    def load(self, body: bytes) -> Script:
+        """luaCreateFunction: the cached script, or compile it; CommandError with Redis's
+        text for a bad shebang or a script that does not compile."""
+        sha = hashlib.sha1(body).hexdigest()
+        script = self.scripts.get(sha)
+        if script is not None:
+            return script
+        flags, skip = _shebang(body)
+        function, error = self.env.compile(body[skip:] if skip else body)
+        if function is None:
+            raise CommandError("ERR Error compiling script (new function): "
+                               + _bytes(error).decode(errors="replace"))
+        script = Script(sha, body, function, flags)
+        self.scripts[sha] = script
+        return script
+
+    def find(self, sha: bytes) -> Script | None:
+        return self.scripts.get(sha.decode(errors="replace").lower())
+
+    # -- running --------------------------------------------------------------------------------
+    def run(self, caller: Client, script: Script, keys: list[bytes], args: list[bytes],
+            read_only_command: bool) -> Any:
+        server = self.server
+        flags = script.flags
+        out_of_memory = bool(server.maxmemory) and server.out_of_memory()
+        if flags is not None:
+            refusal = self._refuse_at_start(flags, read_only_command, out_of_memory)
+            if refusal is not None:
+                raise CommandError(refusal)
+        state = RunState(caller, script,
+                         read_only_command or (flags is not None and NO_WRITES in flags),
+                         out_of_memory,
+                         allow_oom=flags is not None and bool({ALLOW_OOM, NO_WRITES} & flags))
+        client = self._script_client(caller)
+        self.running = state
+        hooks = list(server.propagate_hooks)
+        try:
+            for hook in hooks:
+                getattr(hook, "begin_transaction", lambda: None)()
+            ok, value = self.env.run(script.function, keys, args)
+        finally:
+            self.running = None
+            for hook in hooks:
+                getattr(hook, "end_transaction", lambda: None)()
+            client.user = server.acl.users.default
+        if not ok:
+            value = value if lua_type(value) == "table" else self.env.table(
+                {b"err": b"ERR " + _bytes(value)})
+            result: Any = convert.error_from_table(value, script.sha)
+        else:
+            result = convert.lua_to_reply(value, state.resp, caller.protocol, script.sha)
+        if isinstance(result, convert.ScriptError):
+            if not result.counted:
+                server.stats.error_reply(result.text)
+            return ErrorReply(result.text)
+        return result
+
+    def _refuse_at_start(self, flags: frozenset[str], read_only_command: bool,
+                         out_of_memory: bool) -> str | None:
+        """scriptPrepareForRun's checks for a script with a shebang."""
+        if NO_WRITES not in flags:
+            persistence = self.server.persistence
+            reason = persistence.misconf() if persistence is not None else None
+            if reason is not None:
+                return _script_misconf(reason)
+            if read_only_command:
+                return "ERR Can not execute a script with write flag using *_ro command."
+        if out_of_memory and not ({ALLOW_OOM, NO_WRITES} & flags):
+            return ("OOM allow-oom flag is not set on the script, can not run it when used "
+                    "memory > 'maxmemory'")
+        return None
+
+    def _script_client(self, caller: Client) -> Client:
+        """The client the script's commands run as (Redis's lua_client): no connection, the
+        caller's database and user, RESP2 replies unless redis.setresp says otherwise."""
+        from server.client import Client
+
+        client = self._client
+        if client is None:
+            client = self._client = Client(0, self.server, None, addr="lua")
+            client.protocol = 2
+        client.db = caller.db
+        client.user = caller.user
+        client.logged_in = client.authenticated = True
+        client.protocol = 2
+        client.refresh_checked_path()
+        return client
+
+    # -- the Lua API ----------------------------------------------------------------------------
+    def _call_raising(self, *args: Any) -> Any:
+        """redis.call: the reply as Lua sees it, or a Lua error (the {err=...} table)."""
+        ok, value = self._call(args)
+        if not ok:
+            raise RaisedError(value)
+        return value
+
+    def _pcall(self, *args: Any) -> Any:
+        """redis.pcall: the reply, or the {err=...} table."""
+        return self._call(args)[1]
+
+    def _call(self, args: tuple[Any, ...]) -> tuple[bool, Any]:
+        """(True, the reply as Lua sees it) or (False, {err=...})."""
+        from server.blocking import timeout_reply
+        from server.dispatch import BlockRequest, call
+
+        state = self.running
+        client = self._client
+        if state is None or client is None:
+            return False, self._err("ERR redis.call/pcall can only be called inside a script "
+                                    "invocation")
+        if not args:
+            return False, self._err("ERR Please specify at least one argument for this redis "
+                                    "lib call")
+        if not all(isinstance(arg, (bytes, int, float)) and not isinstance(arg, bool)
+                   for arg in args):
+            return False, self._err("ERR Lua redis lib command arguments must be strings or "
+                                    "integers")
+        argv = [_arg(arg) for arg in args]
+        refusal, spec = self._check(state, client, argv)
+        if refusal is not None:
+            # (counted as the command's rejection, as Redis's afterErrorReply does)
+            self.server.stats.error_reply(refusal)
+            if spec is not None:
+                spec.rejected_calls += 1
+            return False, self._err(refusal, counted=True)
+        if spec.is_write:
+            state.wrote = True
+        reply = call(client, spec, argv)
+        if type(reply) is BlockRequest:  # a blocking command does not block in a script
+            reply = timeout_reply(reply.timeout_reply)
+        value = convert.reply_to_lua(self.env, reply, state.resp)
+        return not isinstance(reply, ErrorReply), value
+
+    def _check(self, state: RunState, client: Client, argv: list[bytes]) -> tuple[str | None, Any]:
+        """scriptCall's checks: (None, the command's spec), or the refusal and the spec (None
+        for an unknown command)."""
+        from server.dispatch import find
+
+        server = self.server
+        try:
+            spec = find(argv)
+        except CommandError:
+            return "ERR Unknown Redis command called from script", None
+        if not spec.arity_ok(len(argv)):
+            return "ERR Wrong number of args calling Redis command from script", None
+        if "noscript" in spec.flags:
+            return "ERR This Redis command is not allowed from script", spec
+        if client.acl_checked:  # (logged with the caller's CLIENT INFO, as Redis does)
+            refusal = server.acl.script_refusal(state.caller, spec, argv)
+            if refusal is not None:
+                return refusal, spec
+        if state.read_only and (spec.is_write or "may-replicate" in spec.flags):
+            return "ERR Write commands are not allowed from read-only scripts.", spec
+        if spec.is_write and not state.wrote:
+            for check in server.refusal_checks:  # (MISCONF; the caller's reply may wait for
+                refusal = check(state.caller, spec)  # the AOF write, as a write's does)
+                if refusal is not None:
+                    return refusal, spec
+        if spec.denyoom and not state.allow_oom and not state.wrote and state.oom_at_start:
+            return OOM_TEXT, spec
+        return None, spec
+
+    def _acl_check(self, args: Any, count: int) -> tuple[bool, Any]:
+        """redis.acl_check_cmd: whether the caller's user may run the command."""
+        from server.acl.registry import check_command
+        from server.acl.selector import ALLOWED
+        from server.dispatch import find
+
+        argv = [_arg(args[i]) for i in range(1, count + 1)]
+        try:
+            spec = find(argv)
+        except CommandError:
+            spec = None
+        if spec is None or not spec.arity_ok(len(argv)):
+            return False, self._err("ERR Invalid command passed to redis.acl_check_cmd()")
+        state = self.running
+        user = state.caller.user if state is not None else self.server.acl.users.default
+        return True, check_command(user, spec, argv)[0] == ALLOWED
+
+    def _err(self, text: str, counted: bool = False) -> Any:
+        table = {b"err": convert.error_table_text(b"-" + text.encode())}
+        if counted:
+            table[b"ignore_error_stats_update"] = True
+        return self.env.table(table)
+
+    def _error_table(self, message: bytes) -> Any:
+        """redis.error_reply: "-" added when missing, then luaPushErrorBuff."""
+        message = _bytes(message)
+        return self.env.table({b"err": convert.error_table_text(
+            message if message.startswith(b"-") else b"-" + message)})
+
+    def _log(self, level: float, text: bytes) -> None:
+        log = self.server.log
+        getattr(log, _LOG_LEVELS[int(level)])(_bytes(text).decode(errors="replace"))
+
+    def _setresp(self, resp: float) -> None:
+        if self.running is not None and self._client is not None:
+            self.running.resp = self._client.protocol = int(resp)
+
+    def _version(self) -> tuple[bytes, int]:
+        from server.app import VERSION
+
+        major, minor, patch = (int(part) for part in VERSION.split("."))
+        return VERSION.encode(), (major << 16) | (minor << 8) | patch
+
+    def _json_encode(self, value: Any) -> bytes:
+        try:
+            return _encode_json(value, 0).encode("utf-8", errors="surrogateescape")
+        except lua_libs.JsonError as exc:
+            raise LuaRaise(str(exc)) from None
+
+    def _json_decode(self, text: Any) -> Any:
+        if not isinstance(text, bytes):
+            raise LuaRaise("bad argument #1 to 'decode' (string expected)")
+        try:
+            value = lua_libs.json_decode(text)
+        except lua_libs.JsonError as exc:
+            raise LuaRaise(str(exc)) from None
+        return self._to_lua(value)
+
+    def _to_lua(self, value: Any) -> Any:
+        if value is None:
+            return self.env.json_null
+        if isinstance(value, str):
+            return value.encode("utf-8", errors="surrogateescape")
+        if isinstance(value, list):
+            return self.env.table([self._to_lua(item) for item in value])
+        if isinstance(value, dict):
+            return self.env.table({key.encode("utf-8", errors="surrogateescape"):
+                                   self._to_lua(item) for key, item in value.items()})
+        return value
+
+
+class RaisedError(Exception):
+    """redis.call's error, raised through Lua: the error handler takes the table back."""
+
+    def __init__(self, table: Any) -> None:
+        super().__init__("redis.call error")
+        self.table = table
+
+
+class LuaRaise(Exception):
+    """Raised by a Python function of the Lua API: Lua sees an error with this message."""
+
+
+def _encode_json(value: Any, depth: int) -> str:
+    if depth > 1000:
+        raise lua_libs.JsonError("Cannot serialise, excessive nesting (1001)")
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return lua_libs.json_number(value)
+    if isinstance(value, bytes):
+        return lua_libs.json_string(value)
+    kind = lua_type(value)
+    if kind == "table":
+        keys = list(value.keys())
+        if keys and all(isinstance(k, (int, float)) and k >= 1 and k == int(k) for k in keys):
+            size = int(max(keys))
+            if size > 2 * len(keys) and size > 10:
+                raise lua_libs.JsonError("Cannot serialise table: excessively sparse array")
+            return "[" + ",".join(_encode_json(value[i], depth + 1)
+                                  for i in range(1, size + 1)) + "]"
+        parts = []
+        for key in keys:
+            if isinstance(key, (int, float)) and not isinstance(key, bool):
+                name = lua_libs.json_number(key)
+            elif isinstance(key, bytes):
+                name = key.decode("utf-8", errors="surrogateescape")
+            else:
+                raise lua_libs.JsonError("Cannot serialise table: table key must be a number "
+                                         "or string")
+            parts.append(lua_libs.json_string(name.encode("utf-8", errors="surrogateescape"))
+                         + ":" + _encode_json(value[key], depth + 1))
+        return "{" + ",".join(parts) + "}"
+    if kind == "userdata":  # cjson.null
+        return "null"
+    raise lua_libs.JsonError(f"Cannot serialise {kind}: type not supported")
+
+
+def _shebang(body: bytes) -> tuple[frozenset[str] | None, int]:
+    """evalExtractShebangFlags: (the flags, the shebang's length) for "#!lua ..." scripts;
+    (None, 0) without a shebang."""
+    if not body.startswith(b"#!"):
+        return None, 0
+    end = body.find(b"\n")
+    if end < 0:
+        raise CommandError("ERR Invalid script shebang")
+    parts = body[:end].decode(errors="replace").split()
+    if not parts:
+        raise CommandError("ERR Invalid engine in script shebang")
+    if parts[0] != "#!lua":
+        raise CommandError(f"ERR Unexpected engine in script shebang: {parts[0]}")
+    flags: set[str] = set()
+    for part in parts[1:]:
+        if not part.startswith("flags="):
+            raise CommandError(f"ERR Unknown lua shebang option: {part}")
+        for flag in part[6:].split(","):
+            if flag not in SHEBANG_FLAGS:
+                raise CommandError(f"ERR Unexpected flag in script shebang: {flag}")
+            flags.add(flag)
+    return frozenset(flags), end
+
+
+def _script_misconf(refusal: str) -> str:
+    if "RDB" in refusal:
+        return ("MISCONF Redis is configured to save RDB snapshots, but it's currently unable "
+                "to persist to disk. Writable scripts are blocked. Use 'no-writes' flag for "
+                "read only scripts.")
+    reason = refusal.rpartition("AOF error: ")[2] if "AOF error: " in refusal else ""
+    return ("MISCONF Redis is configured to persist data to AOF, but it's currently unable to "
+            "persist to disk. Writable scripts are blocked. Use 'no-writes' flag for read only "
+            f"scripts. AOF error: {reason}")
+
+
+def _arg(value: Any) -> bytes:
+    """A redis.call argument: strings as they are, numbers as %.17g (luaArgsToRedisArgv)."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, bool):  # (refused by the Lua side before this)
+        return b""
+    if isinstance(value, int) and abs(value) < 10**17:
+        return b"%d" % value
+    return b"%.17g" % value  # (what C's %.17g gives for the Lua number, a double)
+
+
+def _bytes(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    return str(value).encode("utf-8", errors="surrogateescape")

@@ -1,0 +1,246 @@
+"""The Lua interpreter scripts run in, set up as Redis's scriptingInit does it.
+
+Lua 5.1 (lupa.lua51, the version Redis embeds) with: the base, table, string and math
+libraries, `bit` and `cjson`; no io, os, package, loadfile or dofile; Python itself out of
+reach (no `python` global, no attribute access on the Python functions handed to Lua). The
+globals are locked once set up: reading an unknown one or assigning one is an error, as in
+Redis. The Lua side of the `redis` API is written in Lua below; it calls the Python
+functions of engine.py (given to `_setup`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+import lupa.lua51 as lua51
+
+from server.scripting import lua_libs
+
+# Chunk name of the code below: the error handler skips its frames, so that an error raised
+# by redis.call points at the script's line, as Redis's C functions do.
+INTERNAL = b"=xstreamd"
+
+PRELUDE = rb"""
+local host, bitlib, lrand48, lseed = ...
+local error, type, select, unpack, tostring, rawget, rawset, setmetatable, xpcall =
+      error, type, select, unpack, tostring, rawget, rawset, setmetatable, xpcall
+local lua_pcall = pcall
+
+local function pack(...) return {n = select('#', ...), ...} end
+
+local function checked_args(...)
+  local n = select('#', ...)
+  if n == 0 then
+    return nil, {err = 'ERR Please specify at least one argument for this redis lib call'}
+  end
+  local args = {...}
+  for i = 1, n do
+    local kind = type(args[i])
+    if kind ~= 'string' and kind ~= 'number' then
+      return nil, {err = 'ERR Lua redis lib command arguments must be strings or integers'}
+    end
+  end
+  return args, nil, n
+end
+
+-- redis.call and redis.pcall are Python functions (C functions to Lua, as in Redis: an
+-- error they raise, and a `return redis.call(...)`, keep the script's line).
+local redis = {}
+redis.call = host.call
+redis.pcall = host.pcall
+redis.error_reply = function(...)
+  local msg = ...
+  if select('#', ...) ~= 1 or type(msg) ~= 'string' then
+    return {err = 'ERR wrong number or type of arguments'}
+  end
+  return host.error_table(msg)
+end
+redis.status_reply = function(...)
+  local msg = ...
+  if select('#', ...) ~= 1 or type(msg) ~= 'string' then
+    return {err = 'ERR wrong number or type of arguments'}
+  end
+  return {ok = msg}
+end
+redis.sha1hex = function(...)
+  if select('#', ...) ~= 1 then error({err = 'ERR wrong number of arguments'}) end
+  return host.sha1hex(tostring((...)))
+end
+redis.log = function(...)
+  local n = select('#', ...)
+  if n < 2 then error({err = 'ERR redis.log() requires two arguments or more.'}) end
+  local level = ...
+  if type(level) ~= 'number' then
+    error({err = 'ERR First argument must be a number (log level).'})
+  end
+  if level < 0 or level > 3 then error({err = 'ERR Invalid debug level.'}) end
+  local parts = {}
+  for i = 2, n do parts[#parts + 1] = tostring((select(i, ...))) end
+  host.log(level, table.concat(parts, ' '))
+end
+redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
+redis.setresp = function(...)
+  if select('#', ...) ~= 1 then error({err = 'ERR redis.setresp() requires one argument.'}) end
+  local resp = ...
+  if resp ~= 2 and resp ~= 3 then error({err = 'ERR RESP version must be 2 or 3.'}) end
+  host.setresp(resp)
+end
+redis.set_repl = function(...)
+  if select('#', ...) ~= 1 then error({err = 'ERR redis.set_repl() requires two arguments.'}) end
+  local flags = tonumber((...)) or 0
+  if flags < 0 or flags > 3 or flags ~= math.floor(flags) then
+    error({err = 'ERR Invalid replication flags. ' ..
+                 'Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.'})
+  end
+end
+redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL =
+  0, 1, 2, 2, 3
+redis.replicate_commands = function() return true end
+redis.breakpoint = function() return false end
+redis.debug = function() end
+redis.acl_check_cmd = function(...)
+  local args, err, n = checked_args(...)
+  if not args then error(err) end
+  local ok, allowed = host.acl_check(args, n)
+  if not ok then error(allowed) end
+  return allowed
+end
+redis.REDIS_VERSION, redis.REDIS_VERSION_NUM = host.version()
+
+-- Redis's pcall hands back an error table's message rather than the table.
+pcall = function(f, ...)
+  local r = pack(lua_pcall(f, ...))
+  if not r[1] and type(r[2]) == 'table' and type(r[2].err) == 'string' then
+    r[2] = r[2].err
+  end
+  return unpack(r, 1, r.n)
+end
+
+-- Redis's math.random: rand48, randomly seeded before every script (math.randomseed sets it).
+math.random = function(...)
+  local n = select('#', ...)
+  local r = (lrand48() % 2147483647) / 2147483647
+  if n == 0 then return r end
+  local m, u = ...
+  if n == 1 then
+    if not (1 <= m) then error('bad argument #1 to \'random\' (interval is empty)', 2) end
+    return math.floor(r * m) + 1
+  elseif n == 2 then
+    if not (m <= u) then error('bad argument #2 to \'random\' (interval is empty)', 2) end
+    return math.floor(r * (u - m + 1)) + m
+  end
+  error('wrong number of arguments', 2)
+end
+math.randomseed = function(seed) lseed(seed) end
+
+bit = bitlib
+cjson = {
+  encode = function(value) return host.json_encode(value) end,
+  decode = function(text) return host.json_decode(text) end,
+  null = host.json_null,
+}
+
+-- The error handler: an error becomes {err=..., source=..., line=...}, the line being the
+-- script's (not the Lua API function's that raised it).
+local dbg = debug
+function __redis__err__handler(err)
+  local level = 2
+  local i = dbg.getinfo(level, 'nSl')
+  if i and i.what == 'C' then
+    level = 3
+    i = dbg.getinfo(level, 'nSl')
+  end
+  while i and i.source == '=xstreamd' do
+    level = level + 1
+    i = dbg.getinfo(level, 'nSl')
+  end
+  if type(err) == 'userdata' then  -- (an error table raised by redis.call, in Python)
+    err = host.unwrap(err) or err
+  end
+  if type(err) ~= 'table' then
+    err = {err = 'ERR ' .. tostring(err)}
+  end
+  if i then
+    err['source'] = i.source
+    err['line'] = i.currentline
+  end
+  return err
+end
+local handler = __redis__err__handler
+_G.redis = redis
+
+io, os, package, module, require, dofile, loadfile, print, python, debug =
+  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil
+
+-- Run a script (with KEYS and ARGV set), through the error handler.
+local function run(fn, keys, argv)
+  rawset(_G, 'KEYS', keys)
+  rawset(_G, 'ARGV', argv)
+  return xpcall(fn, handler)
+end
+
+-- Lock the globals, as Redis does once they are set up.
+-- (lupa looks `debug` up itself on every call from Python: it must find nil, not an error)
+setmetatable(_G, {
+  __index = function(_, name)
+    if name == 'debug' then return nil end
+    error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
+  end,
+  __newindex = function(_, name)
+    error("Attempt to modify a readonly table", 2)
+  end,
+})
+return run
+"""
+
+
+def _deny_attributes(obj: object, name: object, setting: bool) -> object:
+    raise AttributeError("not accessible from Lua")
+
+
+class LuaEnv:
+    """One interpreter: scripts are compiled into it and run in it, one at a time."""
+
+    def __init__(self, host: dict[str, Callable[..., Any]]) -> None:
+        self.runtime = lua51.LuaRuntime(encoding=None, register_eval=False,
+                                        register_builtins=False, unpack_returned_tuples=True,
+                                        attribute_filter=_deny_attributes)
+        self.rand = lua_libs.Rand48()
+        setup = self.runtime.execute(b"return loadstring(...)", PRELUDE, INTERNAL)
+        host_table = self.runtime.table_from({
+            b"json_null": self.runtime.eval(b"newproxy()"),
+            **{name.encode(): fn for name, fn in host.items()},
+        })
+        bits = self.runtime.table_from({name.encode(): fn
+                                        for name, fn in lua_libs.BIT_FUNCTIONS.items()})
+        self._run = setup(host_table, bits, self.rand.next, self.rand.seed)
+        self._loadstring = self.runtime.eval(b"loadstring")
+        self._gc_count = self.runtime.eval(b"function() return collectgarbage('count') end")
+        self.json_null = host_table[b"json_null"]
+
+    def compile(self, body: bytes) -> tuple[Any, bytes | None]:
+        """(the function, None), or (None, Lua's compile error)."""
+        result = self._loadstring(body, b"@user_script")
+        if isinstance(result, tuple):  # (nil, message)
+            return None, result[1]
+        return result, None
+
+    def run(self, function: Any, keys: list[bytes], argv: list[bytes]) -> tuple[bool, Any]:
+        """Run a compiled script: (True, its value) or (False, the error table)."""
+        self.rand.seed(random.getrandbits(32))  # (Redis 7+: a new sequence each run)
+        table_from = self.runtime.table_from
+        result = self._run(function, table_from(keys), table_from(argv))
+        if not isinstance(result, tuple):  # (the script returned nothing)
+            return result, None
+        return result[0], result[1]
+
+    def memory(self) -> int:
+        return int(self._gc_count() * 1024)
+
+    def table(self, items: Any) -> Any:
+        return self.runtime.table_from(items)
+
+    def new_table(self) -> Any:
+        return self.runtime.table()
