@@ -44,7 +44,7 @@ class Client:
         "blocked", "out", "close_after_reply", "closed",
         "monitor", "no_evict", "no_touch", "pending_write", "argv_bytes", "user",
         "obl_soft_since", "pending_cmds", "aof_woff", "block_exec_us", "subs", "subscribed",
-        "checked_path", "acl_checked", "waiting_pushes", "tracking",
+        "checked_path", "acl_checked", "waiting_pushes", "tracking", "scripted",
     )
 
     def __init__(self, client_id: int, server: Server, sink: ClientSink | None,
@@ -105,6 +105,7 @@ class Client:
         self.checked_path = self.acl_checked
         self.waiting_pushes: list[bytes] = []  # see REPLY_PUSHES_WAITING
         self.tracking: TrackingState | None = None  # CLIENT TRACKING (server/tracking.py)
+        self.scripted = False  # the client Lua scripts run their commands as (CLIENT_SCRIPT)
 
     def refresh_checked_path(self) -> None:
         """To be called when no_touch, subscribed, tracking or the user's rules change.

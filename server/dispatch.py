@@ -466,7 +466,7 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
     it completes: not when it blocks, but when it is served, times out or is unblocked
     (Blocking.unblock counts those); rejected commands never count."""
     server = client.server
-    if spec.may_refuse:
+    if spec.may_refuse and not client.scripted:  # (a script's commands had theirs already)
         # Server.refuse_reason, inlined: OOM, then the registered checks (MISCONF).
         if server.maxmemory and spec.denyoom and server.out_of_memory():
             return _refused(server, spec, OOM_TEXT)

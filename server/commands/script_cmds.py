@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.encoder import OK
+from protocol.encoder import OK, ErrorReply
 from server.client import Client
 from server.commands.help import help_reply
-from server.dispatch import command, container
+from server.dispatch import command, container, find
 from server.errors import CommandError
 from server.parsing import eq, parse_int
 from server.scripting.engine import ScriptEngine
@@ -43,7 +43,10 @@ def _eval(client: Client, argv: list[bytes], by_sha: bool, read_only: bool) -> A
     if server.monitors:  # (shown before the commands it runs, which call() shows)
         server.feed_monitors(client, argv)
     keys = argv[3:3 + numkeys]
-    return scripts.run(client, script, keys, argv[3 + numkeys:], read_only)
+    reply = scripts.run(client, script, keys, argv[3 + numkeys:], read_only)
+    if isinstance(reply, ErrorReply):  # (a failed call of EVAL, however the error came)
+        find(argv).failed_calls += 1
+    return reply
 
 
 @command("eval", -3, _EVAL_FLAGS, categories=_CAT, since="2.6.0", group="scripting",

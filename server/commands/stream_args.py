@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from server import notify
-from server.errors import NOT_INTEGER, SYNTAX, CommandError, WrongTypeError
+from server.errors import NOT_INTEGER, SYNTAX, CommandError, WrongTypeError, client_text
 from server.parsing import INT64_MAX, eq, is_canonical_int
 from storage.stream import Stream
 from storage.stream_id import (
@@ -393,3 +393,16 @@ __all__ = [
     "parse_range", "parse_strict_id", "parse_trim_args", "policy_of", "ref_hooks",
     "register_ref_hooks", "trim_callbacks", "trim_effect_args",
 ]
+
+
+def refuse_block_in_script(client: Client, argv: list[bytes]) -> None:
+    """XREAD / XREADGROUP with BLOCK from a script: Redis's error (a script cannot wait),
+    found where the option parser meets BLOCK, before the STREAMS part."""
+    if not client.scripted:
+        return
+    for arg in argv[1:]:
+        if eq(arg, b"streams"):
+            return
+        if eq(arg, b"block"):
+            raise CommandError(f"ERR {client_text(argv[0])} command is not allowed with BLOCK "
+                               "option from scripts")

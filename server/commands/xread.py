@@ -19,6 +19,7 @@ from server.commands.stream_args import (
     parse_count,
     parse_strict_id,
     read_stream,
+    refuse_block_in_script,
 )
 from server.dispatch import command
 from server.errors import SYNTAX, CommandError
@@ -109,6 +110,7 @@ def stream_map_reply(client: Client, served: list[tuple[bytes, list]]) -> object
          "requested. Blocks until a message is available otherwise.", since="5.0.0",
          group="stream", key_keyword="STREAMS")
 def xread(client: Client, argv: list[bytes]) -> object:
+    refuse_block_in_script(client, argv)
     timeout, count, first_key = _parse_options(argv)
     nkeys = (len(argv) - first_key) // 2
     keys = argv[first_key:first_key + nkeys]

@@ -35,6 +35,7 @@ from server.commands.stream_args import (
     parse_count,
     parse_strict_id,
     read_stream,
+    refuse_block_in_script,
 )
 from server.commands.xread import stream_map_reply
 from server.dispatch import command
@@ -153,6 +154,7 @@ def _claimable(stream: Stream, group: ConsumerGroup, now: int, min_idle: int) ->
          "Blocks until a message is available otherwise.", since="5.0.0", group="stream",
          key_keyword="STREAMS")
 def xreadgroup(client: Client, argv: list[bytes]) -> object:
+    refuse_block_in_script(client, argv)
     opts = _parse_options(argv)
     first_key = opts.first_key
     nkeys = (len(argv) - first_key) // 2

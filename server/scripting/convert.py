@@ -22,6 +22,9 @@ from lupa.lua51 import lua_type
 from protocol.encoder import ErrorReply, Raw, SetReply, SimpleString, Verbatim, encode
 from server.scripting.lua_env import LuaEnv
 
+# Nesting a reply may have: Redis stops at its Lua stack's limit.
+MAX_DEPTH = 300
+
 
 def error_table_text(message: bytes) -> bytes:
     """luaPushErrorBuff: "-CODE msg" or "msg" -> "CODE msg" (ERR when there is no code)."""
@@ -114,69 +117,85 @@ class ScriptError:
         self.counted = counted
 
 
-def error_from_table(table: Any, sha: str) -> ScriptError:
+def error_from_table(table: Any, sha: str, raw: Any = None) -> ScriptError:
     """luaExtractErrorInformation + the final message: "msg script: <sha>, on <source>:<line>."
     when the error was raised (the handler added where)."""
-    message = _text(table[b"err"])
-    source, line = table[b"source"], table[b"line"]
+    get = raw or (lambda t, k: t[k])
+    message = _text(get(table, b"err"))
+    source, line = get(table, b"source"), get(table, b"line")
     if source is not None and line is not None:
         message += f" script: {sha}, on {_text(source)}:{_number_text(line)}."
     return ScriptError(message.replace("\r", " ").replace("\n", " "),
-                       table[b"ignore_error_stats_update"] is True)
+                       get(table, b"ignore_error_stats_update") is True)
 
 
-def lua_to_reply(value: Any, script_resp: int, caller_resp: int, sha: str) -> Any:
+def lua_to_reply(env: LuaEnv, value: Any, script_resp: int, caller_resp: int,
+                 sha: str) -> Any:
     """luaReplyToRedisReply; a ScriptError for an error (at the top level only: a nested
-    {err=...} is an error element of the array)."""
-    if lua_type(value) == "table" and isinstance(value[b"err"], bytes):
-        return error_from_table(value, sha)
-    return _to_reply(value, script_resp, caller_resp, sha)
+    {err=...} is an error element of the array). Fields are read raw (rawget), so that a
+    table's metatable plays no part, as in Redis."""
+    raw = env.rawget
+    if lua_type(value) == "table" and isinstance(raw(value, b"err"), bytes):
+        return error_from_table(value, sha, raw)
+    return _Converter(raw, script_resp, caller_resp, sha).reply(value, 0)
 
 
-def _to_reply(value: Any, script_resp: int, caller_resp: int, sha: str) -> Any:
-    if isinstance(value, bytes):
-        return value
-    if isinstance(value, bool):
-        if script_resp == 2:
-            return 1 if value else None
-        return value
-    if isinstance(value, (int, float)):
-        return _truncate(value)
-    if lua_type(value) != "table":
-        return None
-    err = value[b"err"]
-    if isinstance(err, bytes):
-        return ErrorReply(error_from_table(value, sha).text)
-    ok = value[b"ok"]
-    if isinstance(ok, bytes):
-        return SimpleString(_text(ok).replace("\r", " ").replace("\n", " "))
-    double = value[b"double"]
-    if isinstance(double, (int, float)) and not isinstance(double, bool):
-        return float(double)
-    big = value[b"big_number"]
-    if isinstance(big, bytes):
-        big = big.replace(b"\r", b" ").replace(b"\n", b" ")
-        return Raw(b"(" + big + b"\r\n") if caller_resp == 3 else big
-    verbatim = value[b"verbatim_string"]
-    if lua_type(verbatim) == "table":
-        fmt, text = verbatim[b"format"], verbatim[b"string"]
-        if isinstance(fmt, bytes) and isinstance(text, bytes) and len(fmt) == 3:
-            return Verbatim(text, fmt.decode(errors="replace"))
-    mapping = value[b"map"]
-    if lua_type(mapping) == "table":
-        return {_hashable(_to_reply(k, script_resp, caller_resp, sha)):
-                _to_reply(v, script_resp, caller_resp, sha) for k, v in mapping.items()}
-    members = value[b"set"]
-    if lua_type(members) == "table":
-        return SetReply(_to_reply(k, script_resp, caller_resp, sha) for k in members)
-    items = []
-    index = 1
-    while True:
-        item = value[index]
-        if item is None:
-            return items
-        items.append(_to_reply(item, script_resp, caller_resp, sha))
-        index += 1
+class _Converter:
+    __slots__ = ("raw", "script_resp", "caller_resp", "sha")
+
+    def __init__(self, raw: Any, script_resp: int, caller_resp: int, sha: str) -> None:
+        self.raw = raw
+        self.script_resp = script_resp
+        self.caller_resp = caller_resp
+        self.sha = sha
+
+    def reply(self, value: Any, depth: int) -> Any:
+        if isinstance(value, bytes):
+            return value
+        if isinstance(value, bool):
+            if self.script_resp == 2:
+                return 1 if value else None
+            return value
+        if isinstance(value, (int, float)):
+            return _truncate(value)
+        if lua_type(value) != "table":
+            return None
+        if depth >= MAX_DEPTH:  # (a table that holds itself)
+            return ErrorReply("ERR reached lua stack limit")
+        raw = self.raw
+        err = raw(value, b"err")
+        if isinstance(err, bytes):
+            return ErrorReply(error_from_table(value, self.sha, raw).text)
+        ok = raw(value, b"ok")
+        if isinstance(ok, bytes):
+            return SimpleString(_text(ok).replace("\r", " ").replace("\n", " "))
+        double = raw(value, b"double")
+        if isinstance(double, (int, float)) and not isinstance(double, bool):
+            return float(double)
+        big = raw(value, b"big_number")
+        if isinstance(big, bytes):
+            big = big.replace(b"\r", b" ").replace(b"\n", b" ")
+            return Raw(b"(" + big + b"\r\n") if self.caller_resp == 3 else big
+        verbatim = raw(value, b"verbatim_string")
+        if lua_type(verbatim) == "table":
+            fmt, text = raw(verbatim, b"format"), raw(verbatim, b"string")
+            if isinstance(fmt, bytes) and isinstance(text, bytes) and len(fmt) == 3:
+                return Verbatim(text, fmt.decode(errors="replace"))
+        mapping = raw(value, b"map")
+        if lua_type(mapping) == "table":
+            return {_hashable(self.reply(k, depth + 1)): self.reply(v, depth + 1)
+                    for k, v in mapping.items()}
+        members = raw(value, b"set")
+        if lua_type(members) == "table":
+            return SetReply(self.reply(k, depth + 1) for k in members)
+        items = []
+        index = 1
+        while True:
+            item = raw(value, index)
+            if item is None:
+                return items
+            items.append(self.reply(item, depth + 1))
+            index += 1
 
 
 def _hashable(key: Any) -> Any:

@@ -141,9 +141,10 @@ class ScriptEngine:
         if not ok:
             value = value if lua_type(value) == "table" else self.env.table(
                 {b"err": b"ERR " + _bytes(value)})
-            result: Any = convert.error_from_table(value, script.sha)
+            result: Any = convert.error_from_table(value, script.sha, self.env.rawget)
         else:
-            result = convert.lua_to_reply(value, state.resp, caller.protocol, script.sha)
+            result = convert.lua_to_reply(self.env, value, state.resp, caller.protocol,
+                                          script.sha)
         if isinstance(result, convert.ScriptError):
             if not result.counted:
                 server.stats.error_reply(result.text)
@@ -161,8 +162,7 @@ class ScriptEngine:
             if read_only_command:
                 return "ERR Can not execute a script with write flag using *_ro command."
         if out_of_memory and not ({ALLOW_OOM, NO_WRITES} & flags):
-            return ("OOM allow-oom flag is not set on the script, can not run it when used "
-                    "memory > 'maxmemory'")
+            return OOM_TEXT  # (the script counts as a denyoom command, as in Redis)
         return None
 
     def _script_client(self, caller: Client) -> Client:
@@ -173,7 +173,7 @@ class ScriptEngine:
         client = self._client
         if client is None:
             client = self._client = Client(0, self.server, None, addr="lua")
-            client.protocol = 2
+            client.scripted = True
         client.db = caller.db
         client.user = caller.user
         client.logged_in = client.authenticated = True
@@ -255,22 +255,29 @@ class ScriptEngine:
             return OOM_TEXT, spec
         return None, spec
 
-    def _acl_check(self, args: Any, count: int) -> tuple[bool, Any]:
+    def _acl_check(self, *args: Any) -> bool:
         """redis.acl_check_cmd: whether the caller's user may run the command."""
         from server.acl.registry import check_command
         from server.acl.selector import ALLOWED
         from server.dispatch import find
 
-        argv = [_arg(args[i]) for i in range(1, count + 1)]
+        if not args:
+            raise RaisedError(self._err("ERR Please specify at least one argument for this "
+                                        "redis lib call"))
+        if not all(isinstance(arg, (bytes, int, float)) and not isinstance(arg, bool)
+                   for arg in args):
+            raise RaisedError(self._err("ERR Lua redis lib command arguments must be strings "
+                                        "or integers"))
+        argv = [_arg(arg) for arg in args]
         try:
             spec = find(argv)
         except CommandError:
             spec = None
         if spec is None or not spec.arity_ok(len(argv)):
-            return False, self._err("ERR Invalid command passed to redis.acl_check_cmd()")
+            raise RaisedError(self._err("ERR Invalid command passed to redis.acl_check_cmd()"))
         state = self.running
         user = state.caller.user if state is not None else self.server.acl.users.default
-        return True, check_command(user, spec, argv)[0] == ALLOWED
+        return check_command(user, spec, argv)[0] == ALLOWED
 
     def _err(self, text: str, counted: bool = False) -> Any:
         table = {b"err": convert.error_table_text(b"-" + text.encode())}
@@ -393,6 +400,8 @@ def _shebang(body: bytes) -> tuple[frozenset[str] | None, int]:
         if not part.startswith("flags="):
             raise CommandError(f"ERR Unknown lua shebang option: {part}")
         for flag in part[6:].split(","):
+            if not flag:
+                continue
             if flag not in SHEBANG_FLAGS:
                 raise CommandError(f"ERR Unexpected flag in script shebang: {flag}")
             flags.add(flag)

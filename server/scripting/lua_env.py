@@ -24,9 +24,9 @@ INTERNAL = b"=xstreamd"
 
 PRELUDE = rb"""
 local host, bitlib, lrand48, lseed = ...
-local error, type, select, unpack, tostring, rawget, rawset, setmetatable, xpcall =
-      error, type, select, unpack, tostring, rawget, rawset, setmetatable, xpcall
-local lua_pcall = pcall
+local error, type, select, unpack, tostring, rawget, rawset, setmetatable, xpcall, pairs, next =
+      error, type, select, unpack, tostring, rawget, rawset, setmetatable, xpcall, pairs, next
+local lua_pcall, lua_loadstring, lua_load = pcall, loadstring, load
 
 local function pack(...) return {n = select('#', ...), ...} end
 
@@ -100,14 +100,29 @@ redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REP
 redis.replicate_commands = function() return true end
 redis.breakpoint = function() return false end
 redis.debug = function() end
-redis.acl_check_cmd = function(...)
-  local args, err, n = checked_args(...)
-  if not args then error(err) end
-  local ok, allowed = host.acl_check(args, n)
-  if not ok then error(allowed) end
-  return allowed
-end
+redis.acl_check_cmd = host.acl_check
 redis.REDIS_VERSION, redis.REDIS_VERSION_NUM = host.version()
+
+-- Binary chunks (string.dump's) are refused, as in Redis.
+local function is_binary(chunk)
+  return type(chunk) == 'string' and chunk:sub(1, 1) == '\27'
+end
+loadstring = function(chunk, ...)
+  if is_binary(chunk) then return nil, 'binary chunks are not allowed' end
+  return lua_loadstring(chunk, ...)
+end
+load = function(reader, ...)
+  if type(reader) == 'function' then
+    local parts = {}
+    while true do
+      local part = reader()
+      if part == nil or part == '' then break end
+      parts[#parts + 1] = part
+    end
+    reader = table.concat(parts)
+  end
+  return loadstring(reader, ...)
+end
 
 -- Redis's pcall hands back an error table's message rather than the table.
 pcall = function(f, ...)
@@ -174,16 +189,56 @@ _G.redis = redis
 io, os, package, module, require, dofile, loadfile, print, python, debug =
   nil, nil, nil, nil, nil, nil, nil, nil, nil, nil
 
+-- Redis makes the globals and the libraries read-only tables. Stock Lua cannot, so a script
+-- that works around the lock (rawset, setmetatable) changes them only until it ends: they
+-- are put back as they were after every script.
+local dbg_setmetatable = dbg.setmetatable
+local locked = {_G, redis, string, table, math, bit, cjson, coroutine}
+local saved = {}
+local string_meta = getmetatable('')
+local string_meta_saved = {}
+local globals_meta
+
+local function snapshot(t)
+  local copy = {}
+  for k, v in next, t do copy[k] = v end
+  return copy
+end
+
+local function put_back(t, copy)
+  local extra = {}
+  for k in next, t do
+    if copy[k] == nil then extra[#extra + 1] = k end
+  end
+  for i = 1, #extra do rawset(t, extra[i], nil) end
+  for k, v in next, copy do
+    if rawget(t, k) ~= v then rawset(t, k, v) end
+  end
+end
+
+local function restore()
+  for i = 1, #locked do
+    local t = locked[i]
+    put_back(t, saved[t])
+    if t ~= globals_meta then dbg_setmetatable(t, nil) end
+  end
+  dbg_setmetatable(_G, globals_meta)
+  put_back(string_meta, string_meta_saved)
+  dbg_setmetatable('', string_meta)
+end
+
 -- Run a script (with KEYS and ARGV set), through the error handler.
 local function run(fn, keys, argv)
   rawset(_G, 'KEYS', keys)
   rawset(_G, 'ARGV', argv)
-  return xpcall(fn, handler)
+  local ok, result = xpcall(fn, handler)
+  restore()
+  return ok, result
 end
 
 -- Lock the globals, as Redis does once they are set up.
 -- (lupa looks `debug` up itself on every call from Python: it must find nil, not an error)
-setmetatable(_G, {
+globals_meta = {
   __index = function(_, name)
     if name == 'debug' then return nil end
     error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
@@ -191,7 +246,12 @@ setmetatable(_G, {
   __newindex = function(_, name)
     error("Attempt to modify a readonly table", 2)
   end,
-})
+}
+locked[#locked + 1] = globals_meta  -- (getmetatable(_G) hands it out)
+for i = 1, #locked do saved[locked[i]] = snapshot(locked[i]) end
+string_meta_saved = snapshot(string_meta)
+saved[_G].KEYS, saved[_G].ARGV = nil, nil
+setmetatable(_G, globals_meta)
 return run
 """
 
@@ -217,6 +277,7 @@ class LuaEnv:
                                         for name, fn in lua_libs.BIT_FUNCTIONS.items()})
         self._run = setup(host_table, bits, self.rand.next, self.rand.seed)
         self._loadstring = self.runtime.eval(b"loadstring")
+        self.rawget = self.runtime.eval(b"rawget")
         self._gc_count = self.runtime.eval(b"function() return collectgarbage('count') end")
         self.json_null = host_table[b"json_null"]
 
