@@ -77,7 +77,9 @@ class CommandSpec:
 
     def __post_init__(self) -> None:
         self.may_refuse = self.is_write or self.denyoom
-        self.tracks_reads = "readonly" in self.flags and "pubsub" not in self.flags
+        # (EVAL_RO's keys are tracked by the script's reads: server/commands/script_cmds.py)
+        self.tracks_reads = ("readonly" in self.flags and "pubsub" not in self.flags
+                             and self.name not in ("eval_ro", "evalsha_ro"))
 
     @property
     def calls(self) -> int:

@@ -46,6 +46,9 @@ def _eval(client: Client, argv: list[bytes], by_sha: bool, read_only: bool) -> A
     reply = scripts.run(client, script, keys, argv[3 + numkeys:], read_only)
     if isinstance(reply, ErrorReply):  # (a failed call of EVAL, however the error came)
         find(argv).failed_calls += 1
+    if client.tracking is not None and scripts.last_run_read:
+        # Client-side caching: a script that read tracks the keys it declared (Redis 7+).
+        server.tracking.remember_keys(client, find(argv), argv)
     return reply
 
 

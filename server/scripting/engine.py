@@ -47,6 +47,7 @@ class RunState:
     oom_at_start: bool  # pre_command_oom_state
     resp: int = 2  # redis.setresp
     wrote: bool = False  # a write command ran (SCRIPT_WRITE_DIRTY)
+    read: bool = False  # a read-only command ran: a tracking caller tracks the script's keys
     allow_oom: bool = False
     errors: list[str] = field(default_factory=list)
 
@@ -58,6 +59,7 @@ class ScriptEngine:
         self._env: LuaEnv | None = None
         self._client: Client | None = None
         self.running: RunState | None = None
+        self.last_run_read = False  # the last script ran a read-only command
 
     # -- the interpreter ------------------------------------------------------------------------
     @property
@@ -135,6 +137,7 @@ class ScriptEngine:
             ok, value = self.env.run(script.function, keys, args)
         finally:
             self.running = None
+            self.last_run_read = state.read
             for hook in hooks:
                 getattr(hook, "end_transaction", lambda: None)()
             client.user = server.acl.users.default
@@ -220,6 +223,8 @@ class ScriptEngine:
             return False, self._err(refusal, counted=True)
         if spec.is_write:
             state.wrote = True
+        elif spec.tracks_reads:
+            state.read = True
         reply = call(client, spec, argv)
         if type(reply) is BlockRequest:  # a blocking command does not block in a script
             reply = timeout_reply(reply.timeout_reply)
@@ -305,9 +310,10 @@ class ScriptEngine:
         major, minor, patch = (int(part) for part in VERSION.split("."))
         return VERSION.encode(), (major << 16) | (minor << 8) | patch
 
-    def _json_encode(self, value: Any) -> bytes:
+    def _json_encode(self, value: Any, precision: Any = 14) -> bytes:
         try:
-            return _encode_json(value, 0).encode("utf-8", errors="surrogateescape")
+            return _encode_json(value, 0, int(precision)).encode("utf-8",
+                                                                  errors="surrogateescape")
         except lua_libs.JsonError as exc:
             raise LuaRaise(str(exc)) from None
 
@@ -345,7 +351,7 @@ class LuaRaise(Exception):
     """Raised by a Python function of the Lua API: Lua sees an error with this message."""
 
 
-def _encode_json(value: Any, depth: int) -> str:
+def _encode_json(value: Any, depth: int, precision: int = 14) -> str:
     if depth > 1000:
         raise lua_libs.JsonError("Cannot serialise, excessive nesting (1001)")
     if value is None:
@@ -353,7 +359,7 @@ def _encode_json(value: Any, depth: int) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
-        return lua_libs.json_number(value)
+        return lua_libs.json_number(value, precision)
     if isinstance(value, bytes):
         return lua_libs.json_string(value)
     kind = lua_type(value)
@@ -363,19 +369,19 @@ def _encode_json(value: Any, depth: int) -> str:
             size = int(max(keys))
             if size > 2 * len(keys) and size > 10:
                 raise lua_libs.JsonError("Cannot serialise table: excessively sparse array")
-            return "[" + ",".join(_encode_json(value[i], depth + 1)
+            return "[" + ",".join(_encode_json(value[i], depth + 1, precision)
                                   for i in range(1, size + 1)) + "]"
         parts = []
         for key in keys:
             if isinstance(key, (int, float)) and not isinstance(key, bool):
-                name = lua_libs.json_number(key)
+                name = lua_libs.json_number(key, precision)
             elif isinstance(key, bytes):
                 name = key.decode("utf-8", errors="surrogateescape")
             else:
                 raise lua_libs.JsonError("Cannot serialise table: table key must be a number "
                                          "or string")
             parts.append(lua_libs.json_string(name.encode("utf-8", errors="surrogateescape"))
-                         + ":" + _encode_json(value[key], depth + 1))
+                         + ":" + _encode_json(value[key], depth + 1, precision))
         return "{" + ",".join(parts) + "}"
     if kind == "userdata":  # cjson.null
         return "null"

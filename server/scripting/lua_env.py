@@ -151,10 +151,34 @@ end
 math.randomseed = function(seed) lseed(seed) end
 
 bit = bitlib
+-- lua-cjson's settings: only the number precision changes what encode writes here.
+local json = {keep_buffer = true, encode_depth = 1000, decode_depth = 1000, precision = 14,
+              encode_invalid = false, decode_invalid = true}
+local function setting(name, check)
+  return function(value)
+    if value ~= nil then
+      if check then check(value) end
+      json[name] = value
+    end
+    return json[name]
+  end
+end
 cjson = {
-  encode = function(value) return host.json_encode(value) end,
+  encode = function(value) return host.json_encode(value, json.precision) end,
   decode = function(text) return host.json_decode(text) end,
   null = host.json_null,
+  encode_keep_buffer = setting('keep_buffer'),
+  encode_max_depth = setting('encode_depth'),
+  decode_max_depth = setting('decode_depth'),
+  encode_invalid_numbers = setting('encode_invalid'),
+  decode_invalid_numbers = setting('decode_invalid'),
+  encode_number_precision = setting('precision', function(n)
+    if type(n) ~= 'number' or n < 1 or n > 14 then
+      error("bad argument #1 to 'encode_number_precision' (expected integer between 1 and 14)", 3)
+    end
+  end),
+  encode_sparse_array = function() return false, 2, 10 end,
+  _NAME = 'cjson', _VERSION = '2.1.0',
 }
 
 -- The error handler: an error becomes {err=..., source=..., line=...}, the line being the
@@ -279,6 +303,8 @@ class LuaEnv:
         self._loadstring = self.runtime.eval(b"loadstring")
         self.rawget = self.runtime.eval(b"rawget")
         self._gc_count = self.runtime.eval(b"function() return collectgarbage('count') end")
+        self._gc_step = self.runtime.eval(b"function() collectgarbage('step', 50) end")
+        self._runs = 0
         self.json_null = host_table[b"json_null"]
 
     def compile(self, body: bytes) -> tuple[Any, bytes | None]:
@@ -293,6 +319,11 @@ class LuaEnv:
         self.rand.seed(random.getrandbits(32))  # (Redis 7+: a new sequence each run)
         table_from = self.runtime.table_from
         result = self._run(function, table_from(keys), table_from(argv))
+        # A GC step every 50 scripts, as Redis takes, keeps the garbage of many small scripts
+        # from piling up between Lua's own collections.
+        self._runs += 1
+        if self._runs % 50 == 0:
+            self._gc_step()
         if not isinstance(result, tuple):  # (the script returned nothing)
             return result, None
         return result[0], result[1]

@@ -80,13 +80,11 @@ class JsonError(Exception):
     pass
 
 
-def json_number(value: float) -> str:
-    """lua-cjson writes numbers with %.14g."""
+def json_number(value: float, precision: int = 14) -> str:
+    """lua-cjson writes numbers with %.14g (encode_number_precision changes the 14)."""
     if value != value or value in (math.inf, -math.inf):
         raise JsonError("Cannot serialise number: must not be NaN or Inf")
-    if float(value).is_integer() and abs(value) < 1e15:
-        return str(int(value))
-    return f"{value:.14g}"
+    return f"{float(value):.{precision}g}"
 
 
 def json_string(raw: bytes) -> str:
