@@ -68,7 +68,7 @@ class ScriptEngine:
             self._env = LuaEnv({
                 "call": self._call_raising,
                 "pcall": self._pcall,
-                "unwrap": lambda error: error.table if isinstance(error, RaisedError) else None,
+                "unwrap": _unwrap,
                 "acl_check": self._acl_check,
                 "error_table": self._error_table,
                 "sha1hex": lambda text: hashlib.sha1(_bytes(text)).hexdigest().encode(),
@@ -310,20 +310,29 @@ class ScriptEngine:
         major, minor, patch = (int(part) for part in VERSION.split("."))
         return VERSION.encode(), (major << 16) | (minor << 8) | patch
 
-    def _json_encode(self, value: Any, precision: Any = 14) -> bytes:
+    def _json_encode(self, value: Any) -> bytes:
+        """cjson.encode; a Lua error with lua-cjson's message."""
+        settings = self.env.json_settings
+        encoder = _JsonEncoder(int(settings[b"precision"]), int(settings[b"encode_depth"]),
+                               bool(settings[b"encode_invalid"]))
         try:
-            return _encode_json(value, 0, int(precision)).encode("utf-8",
-                                                                  errors="surrogateescape")
+            return encoder.encode(value, 1).encode("utf-8", errors="surrogateescape")
         except lua_libs.JsonError as exc:
-            raise LuaRaise(str(exc)) from None
+            raise LuaMessage(str(exc)) from None
 
     def _json_decode(self, text: Any) -> Any:
+        """cjson.decode; a Lua error with a message like lua-cjson's."""
         if not isinstance(text, bytes):
-            raise LuaRaise("bad argument #1 to 'decode' (string expected)")
+            raise LuaMessage("bad argument #1 to 'decode' (string expected)")
         try:
             value = lua_libs.json_decode(text)
         except lua_libs.JsonError as exc:
-            raise LuaRaise(str(exc)) from None
+            raise LuaMessage(str(exc)) from None
+        max_depth = int(self.env.json_settings[b"decode_depth"])
+        too_deep = lua_libs.json_too_deep_at(text, max_depth)
+        if too_deep is not None:
+            raise LuaMessage(f"Found too many nested data structures ({max_depth + 1}) at "
+                             f"character {too_deep}")
         return self._to_lua(value)
 
     def _to_lua(self, value: Any) -> Any:
@@ -339,6 +348,20 @@ class ScriptEngine:
         return value
 
 
+class LuaMessage(Exception):
+    """A Lua error with this message, raised by a Python function of the Lua API."""
+
+
+def _unwrap(error: Any) -> Any:
+    """The error handler's view of an exception raised in Python: redis.call's error
+    table, a message, or None for anything else."""
+    if isinstance(error, RaisedError):
+        return error.table
+    if isinstance(error, LuaMessage):
+        return str(error).encode()
+    return None
+
+
 class RaisedError(Exception):
     """redis.call's error, raised through Lua: the error handler takes the table back."""
 
@@ -347,45 +370,56 @@ class RaisedError(Exception):
         self.table = table
 
 
-class LuaRaise(Exception):
-    """Raised by a Python function of the Lua API: Lua sees an error with this message."""
+class _JsonEncoder:
+    """cjson.encode: arrays for tables whose keys are 1..n, objects otherwise."""
 
+    def __init__(self, precision: int, max_depth: int, invalid_numbers: bool) -> None:
+        self.precision = precision
+        self.max_depth = max_depth
+        self.invalid_numbers = invalid_numbers
 
-def _encode_json(value: Any, depth: int, precision: int = 14) -> str:
-    if depth > 1000:
-        raise lua_libs.JsonError("Cannot serialise, excessive nesting (1001)")
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return lua_libs.json_number(value, precision)
-    if isinstance(value, bytes):
-        return lua_libs.json_string(value)
-    kind = lua_type(value)
-    if kind == "table":
+    def number(self, value: float) -> str:
+        if value != value or value in (float("inf"), float("-inf")):
+            if not self.invalid_numbers:
+                raise lua_libs.JsonError("Cannot serialise number: must not be NaN or Inf")
+            return f"{value:.{self.precision}g}"
+        return lua_libs.json_number(value, self.precision)
+
+    def encode(self, value: Any, depth: int) -> str:
+        if value is None:
+            return "null"
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, (int, float)):
+            return self.number(value)
+        if isinstance(value, bytes):
+            return lua_libs.json_string(value)
+        kind = lua_type(value)
+        if kind == "userdata":  # cjson.null
+            return "null"
+        if kind != "table":
+            raise lua_libs.JsonError(f"Cannot serialise {kind}: type not supported")
+        if depth > self.max_depth:
+            raise lua_libs.JsonError(f"Cannot serialise, excessive nesting ({depth})")
         keys = list(value.keys())
-        if keys and all(isinstance(k, (int, float)) and k >= 1 and k == int(k) for k in keys):
+        if keys and all(isinstance(k, (int, float)) and not isinstance(k, bool)
+                        and k >= 1 and k == int(k) for k in keys):
             size = int(max(keys))
             if size > 2 * len(keys) and size > 10:
                 raise lua_libs.JsonError("Cannot serialise table: excessively sparse array")
-            return "[" + ",".join(_encode_json(value[i], depth + 1, precision)
+            return "[" + ",".join(self.encode(value[i], depth + 1)
                                   for i in range(1, size + 1)) + "]"
         parts = []
         for key in keys:
             if isinstance(key, (int, float)) and not isinstance(key, bool):
-                name = lua_libs.json_number(key, precision)
+                name = self.number(key).encode()
             elif isinstance(key, bytes):
-                name = key.decode("utf-8", errors="surrogateescape")
+                name = key
             else:
                 raise lua_libs.JsonError("Cannot serialise table: table key must be a number "
                                          "or string")
-            parts.append(lua_libs.json_string(name.encode("utf-8", errors="surrogateescape"))
-                         + ":" + _encode_json(value[key], depth + 1, precision))
+            parts.append(lua_libs.json_string(name) + ":" + self.encode(value[key], depth + 1))
         return "{" + ",".join(parts) + "}"
-    if kind == "userdata":  # cjson.null
-        return "null"
-    raise lua_libs.JsonError(f"Cannot serialise {kind}: type not supported")
 
 
 def _shebang(body: bytes) -> tuple[frozenset[str] | None, int]:

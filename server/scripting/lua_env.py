@@ -127,6 +127,9 @@ end
 -- Redis's pcall hands back an error table's message rather than the table.
 pcall = function(f, ...)
   local r = pack(lua_pcall(f, ...))
+  if not r[1] and type(r[2]) == 'userdata' then  -- (an error raised in Python)
+    r[2] = host.unwrap(r[2]) or r[2]
+  end
   if not r[1] and type(r[2]) == 'table' and type(r[2].err) == 'string' then
     r[2] = r[2].err
   end
@@ -151,9 +154,7 @@ end
 math.randomseed = function(seed) lseed(seed) end
 
 bit = bitlib
--- lua-cjson's settings: only the number precision changes what encode writes here.
-local json = {keep_buffer = true, encode_depth = 1000, decode_depth = 1000, precision = 14,
-              encode_invalid = false, decode_invalid = true}
+local json = host.json_settings
 local function setting(name, check)
   return function(value)
     if value ~= nil then
@@ -164,8 +165,8 @@ local function setting(name, check)
   end
 end
 cjson = {
-  encode = function(value) return host.json_encode(value, json.precision) end,
-  decode = function(text) return host.json_decode(text) end,
+  encode = host.json_encode,  -- (Python functions: C functions to Lua, as lua-cjson's are)
+  decode = host.json_decode,
   null = host.json_null,
   encode_keep_buffer = setting('keep_buffer'),
   encode_max_depth = setting('encode_depth'),
@@ -195,8 +196,11 @@ function __redis__err__handler(err)
     level = level + 1
     i = dbg.getinfo(level, 'nSl')
   end
-  if type(err) == 'userdata' then  -- (an error table raised by redis.call, in Python)
+  if type(err) == 'userdata' then  -- (an error raised in Python: a table, or a message)
     err = host.unwrap(err) or err
+    if type(err) == 'string' and i and i.currentline > 0 then
+      err = i.short_src .. ':' .. i.currentline .. ': ' .. err
+    end
   end
   if type(err) ~= 'table' then
     err = {err = 'ERR ' .. tostring(err)}
@@ -293,8 +297,14 @@ class LuaEnv:
                                         attribute_filter=_deny_attributes)
         self.rand = lua_libs.Rand48()
         setup = self.runtime.execute(b"return loadstring(...)", PRELUDE, INTERNAL)
+        # lua-cjson's settings (encode_keep_buffer and decode_invalid_numbers change nothing
+        # here), read by the Python encoder and decoder.
+        self.json_settings = self.runtime.table_from({
+            b"keep_buffer": True, b"encode_depth": 1000, b"decode_depth": 1000,
+            b"precision": 14, b"encode_invalid": False, b"decode_invalid": True})
         host_table = self.runtime.table_from({
             b"json_null": self.runtime.eval(b"newproxy()"),
+            b"json_settings": self.json_settings,
             **{name.encode(): fn for name, fn in host.items()},
         })
         bits = self.runtime.table_from({name.encode(): fn

@@ -129,3 +129,27 @@ def json_decode(text: bytes) -> Any:
 
 def _no_constant(name: str) -> Any:
     raise ValueError(name)
+
+
+def json_too_deep_at(text: bytes, max_depth: int) -> int | None:
+    """The 1-based position of the bracket that nests JSON deeper than max_depth (where
+    lua-cjson stops decoding), or None."""
+    depth = 0
+    in_string = escaped = False
+    for index, byte in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > max_depth:
+                return index + 1
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return None
