@@ -71,9 +71,10 @@ class ScriptEngine:
                 "unwrap": _unwrap,
                 "acl_check": self._acl_check,
                 "error_table": self._error_table,
-                "sha1hex": lambda text: hashlib.sha1(_bytes(text)).hexdigest().encode(),
+                "sha1hex": self._sha1hex,
                 "log": self._log,
                 "setresp": self._setresp,
+                "set_repl": self._set_repl,
                 "version": self._version,
                 "json_encode": self._json_encode,
                 "json_decode": self._json_decode,
@@ -278,7 +279,7 @@ class ScriptEngine:
             spec = find(argv)
         except CommandError:
             spec = None
-        if spec is None or not spec.arity_ok(len(argv)):
+        if spec is None:  # (Redis checks no arity here)
             raise RaisedError(self._err("ERR Invalid command passed to redis.acl_check_cmd()"))
         state = self.running
         user = state.caller.user if state is not None else self.server.acl.users.default
@@ -296,13 +297,47 @@ class ScriptEngine:
         return self.env.table({b"err": convert.error_table_text(
             message if message.startswith(b"-") else b"-" + message)})
 
-    def _log(self, level: float, text: bytes) -> None:
-        log = self.server.log
-        getattr(log, _LOG_LEVELS[int(level)])(_bytes(text).decode(errors="replace"))
+    def _raise(self, text: str) -> None:
+        raise RaisedError(self._err(text))
 
-    def _setresp(self, resp: float) -> None:
+    def _sha1hex(self, *args: Any) -> bytes:
+        if len(args) != 1:
+            self._raise("ERR wrong number of arguments")
+        return hashlib.sha1(_lua_string(args[0]) or b"").hexdigest().encode()
+
+    def _log(self, *args: Any) -> tuple[()]:
+        """redis.log(level, ...): the strings and numbers, space-separated."""
+        if len(args) < 2:
+            self._raise("ERR redis.log() requires two arguments or more.")
+        level = _lua_number(args[0])
+        if level is None:
+            self._raise("ERR First argument must be a number (log level).")
+        if not 0 <= level <= 3:
+            self._raise("ERR Invalid debug level.")
+        parts = [text for text in map(_lua_string, args[1:]) if text is not None]
+        getattr(self.server.log, _LOG_LEVELS[int(level)])(
+            b" ".join(parts).decode(errors="replace"))
+        return ()  # (no value at all, as Redis's C function returns)
+
+    def _setresp(self, *args: Any) -> tuple[()]:
+        if len(args) != 1:
+            self._raise("ERR redis.setresp() requires one argument.")
+        resp = _lua_number(args[0])
+        if resp not in (2, 3):
+            self._raise("ERR RESP version must be 2 or 3.")
         if self.running is not None and self._client is not None:
-            self.running.resp = self._client.protocol = int(resp)
+            self.running.resp = self._client.protocol = int(resp)  # type: ignore[arg-type]
+        return ()
+
+    def _set_repl(self, *args: Any) -> tuple[()]:
+        """redis.set_repl: checked; the AOF gets every write whatever the flags say."""
+        if len(args) != 1:
+            self._raise("ERR redis.set_repl() requires two arguments.")
+        flags = int(_lua_number(args[0]) or 0)
+        if flags & ~3:
+            self._raise("ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL "
+                        "or REPL_NONE.")
+        return ()
 
     def _version(self) -> tuple[bytes, int]:
         from server.app import VERSION
@@ -316,9 +351,13 @@ class ScriptEngine:
         encoder = _JsonEncoder(int(settings[b"precision"]), int(settings[b"encode_depth"]),
                                bool(settings[b"encode_invalid"]))
         try:
-            return encoder.encode(value, 1).encode("utf-8", errors="surrogateescape")
+            # (one character per byte: strings' bytes are written as they are)
+            return encoder.encode(value, 1).encode("latin-1")
         except lua_libs.JsonError as exc:
             raise LuaMessage(str(exc)) from None
+        except RecursionError:  # (a table that holds itself, deeper than Python goes)
+            raise LuaMessage(f"Cannot serialise, excessive nesting ({encoder.max_depth + 1})"
+                             ) from None
 
     def _json_decode(self, text: Any) -> Any:
         """cjson.decode; a Lua error with a message like lua-cjson's."""
@@ -357,7 +396,7 @@ def _unwrap(error: Any) -> Any:
     table, a message, or None for anything else."""
     if isinstance(error, RaisedError):
         return error.table
-    if isinstance(error, LuaMessage):
+    if isinstance(error, (LuaMessage, lua_libs.BitArgumentError)):
         return str(error).encode()
     return None
 
@@ -416,8 +455,8 @@ class _JsonEncoder:
             elif isinstance(key, bytes):
                 name = key
             else:
-                raise lua_libs.JsonError("Cannot serialise table: table key must be a number "
-                                         "or string")
+                raise lua_libs.JsonError(f"Cannot serialise {_lua_type_name(key)}: table key "
+                                         "must be a number or string")
             parts.append(lua_libs.json_string(name) + ":" + self.encode(value[key], depth + 1))
         return "{" + ",".join(parts) + "}"
 
@@ -439,9 +478,7 @@ def _shebang(body: bytes) -> tuple[frozenset[str] | None, int]:
     for part in parts[1:]:
         if not part.startswith("flags="):
             raise CommandError(f"ERR Unknown lua shebang option: {part}")
-        for flag in part[6:].split(","):
-            if not flag:
-                continue
+        for flag in part[6:].split(",") if part[6:] else ():  # ("flags=" alone: none)
             if flag not in SHEBANG_FLAGS:
                 raise CommandError(f"ERR Unexpected flag in script shebang: {flag}")
             flags.add(flag)
@@ -460,17 +497,46 @@ def _script_misconf(refusal: str) -> str:
 
 
 def _arg(value: Any) -> bytes:
-    """A redis.call argument: strings as they are, numbers as %.17g (luaArgsToRedisArgv)."""
+    """A redis.call argument (luaArgsToRedisArgv): strings as they are, integral numbers as
+    integers, others in their shortest form."""
     if isinstance(value, bytes):
         return value
     if isinstance(value, bool):  # (refused by the Lua side before this)
         return b""
-    if isinstance(value, int) and abs(value) < 10**17:
-        return b"%d" % value
-    return b"%.17g" % value  # (what C's %.17g gives for the Lua number, a double)
+    number = float(value)  # (a Lua number is a double)
+    if number.is_integer() and abs(number) < 2.0**63:
+        return b"%d" % int(number)
+    return repr(number).encode()  # the shortest text that reads back the same (Redis 7.2+)
 
 
 def _bytes(value: Any) -> bytes:
     if isinstance(value, bytes):
         return value
     return str(value).encode("utf-8", errors="surrogateescape")
+
+
+def _lua_number(value: Any) -> float | None:
+    """lua_tonumber: numbers, and strings that read as numbers; None otherwise."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    if isinstance(value, bytes):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _lua_string(value: Any) -> bytes | None:
+    """lua_tolstring: strings, and numbers as Lua prints them (%.14g); None otherwise."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return b"%.14g" % float(value)
+
+
+def _lua_type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    return lua_type(value) or type(value).__name__

@@ -64,37 +64,13 @@ redis.status_reply = function(...)
   end
   return {ok = msg}
 end
-redis.sha1hex = function(...)
-  if select('#', ...) ~= 1 then error({err = 'ERR wrong number of arguments'}) end
-  return host.sha1hex(tostring((...)))
-end
-redis.log = function(...)
-  local n = select('#', ...)
-  if n < 2 then error({err = 'ERR redis.log() requires two arguments or more.'}) end
-  local level = ...
-  if type(level) ~= 'number' then
-    error({err = 'ERR First argument must be a number (log level).'})
-  end
-  if level < 0 or level > 3 then error({err = 'ERR Invalid debug level.'}) end
-  local parts = {}
-  for i = 2, n do parts[#parts + 1] = tostring((select(i, ...))) end
-  host.log(level, table.concat(parts, ' '))
-end
+-- (C-level Python functions: an error they raise keeps the script's line even in a
+-- `return redis.xxx(...)` tail call, as Redis's C functions do)
+redis.sha1hex = host.sha1hex
+redis.log = host.log
 redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
-redis.setresp = function(...)
-  if select('#', ...) ~= 1 then error({err = 'ERR redis.setresp() requires one argument.'}) end
-  local resp = ...
-  if resp ~= 2 and resp ~= 3 then error({err = 'ERR RESP version must be 2 or 3.'}) end
-  host.setresp(resp)
-end
-redis.set_repl = function(...)
-  if select('#', ...) ~= 1 then error({err = 'ERR redis.set_repl() requires two arguments.'}) end
-  local flags = tonumber((...)) or 0
-  if flags < 0 or flags > 3 or flags ~= math.floor(flags) then
-    error({err = 'ERR Invalid replication flags. ' ..
-                 'Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.'})
-  end
-end
+redis.setresp = host.setresp
+redis.set_repl = host.set_repl
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL =
   0, 1, 2, 2, 3
 redis.replicate_commands = function() return true end
@@ -202,7 +178,7 @@ function __redis__err__handler(err)
       err = i.short_src .. ':' .. i.currentline .. ': ' .. err
     end
   end
-  if type(err) ~= 'table' then
+  if type(err) ~= 'table' or type(rawget(err, 'err')) ~= 'string' then
     err = {err = 'ERR ' .. tostring(err)}
   end
   if i then
@@ -214,14 +190,18 @@ end
 local handler = __redis__err__handler
 _G.redis = redis
 
+-- Redis 8 keeps os.clock only, and (since its 2025 sandbox fixes) drops getfenv, setfenv and
+-- newproxy, with which a script could reach the real globals.
+local clock = os.clock
 io, os, package, module, require, dofile, loadfile, print, python, debug =
-  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil
+  nil, {clock = clock}, nil, nil, nil, nil, nil, nil, nil, nil
+getfenv, setfenv, newproxy = nil, nil, nil
 
 -- Redis makes the globals and the libraries read-only tables. Stock Lua cannot, so a script
 -- that works around the lock (rawset, setmetatable) changes them only until it ends: they
 -- are put back as they were after every script.
 local dbg_setmetatable = dbg.setmetatable
-local locked = {_G, redis, string, table, math, bit, cjson, coroutine}
+local locked = {_G, redis, string, table, math, bit, cjson, coroutine, os}
 local saved = {}
 local string_meta = getmetatable('')
 local string_meta_saved = {}
@@ -303,7 +283,10 @@ class LuaEnv:
             b"keep_buffer": True, b"encode_depth": 1000, b"decode_depth": 1000,
             b"precision": 14, b"encode_invalid": False, b"decode_invalid": True})
         host_table = self.runtime.table_from({
-            b"json_null": self.runtime.eval(b"newproxy()"),
+            b"json_null": self.runtime.eval(  # (a NULL lightuserdata in Redis)
+                b"(function() local p = newproxy(true) "
+                b"getmetatable(p).__tostring = function() return 'userdata: (nil)' end "
+                b"return p end)()"),
             b"json_settings": self.json_settings,
             **{name.encode(): fn for name, fn in host.items()},
         })

@@ -5,16 +5,43 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 from typing import Any
 
 _MASK32 = 0xFFFFFFFF
 
 
-def _to_bit(value: Any) -> int:
-    """LuaBitOp's argument conversion: the number modulo 2^32, as a signed 32-bit int."""
-    number = int(math.floor(float(value))) if not isinstance(value, int) else value
-    number &= _MASK32
-    return number - (1 << 32) if number & 0x80000000 else number
+def _to_bit(value: Any, position: int = 1, name: str = "tobit") -> int:
+    """LuaBitOp's tobit: the number plus 2^52 + 2^51 as a double, whose low 32 bits are the
+    number rounded to the nearest integer modulo 2^32 (NaN and infinities give 0)."""
+    number = _check_number(value, position, name)
+    bits = struct.unpack("<q", struct.pack("<d", number + 6755399441055744.0))[0]
+    return _signed(bits)
+
+
+def _check_number(value: Any, position: int, name: str) -> float:
+    """luaL_checknumber: a number, or a string that reads as one."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, bytes):
+        try:
+            return float(value.strip())
+        except ValueError:
+            pass
+    got = "no value" if value is None else _type_name(value)
+    raise BitArgumentError(f"bad argument #{position} to '{name}' (number expected, got {got})")
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, bytes):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    return "table" if hasattr(value, "items") else "userdata"
+
+
+class BitArgumentError(Exception):
+    """A bad argument to a bit function: the message Lua's luaL_argerror gives."""
 
 
 def _signed(value: int) -> int:
@@ -22,39 +49,57 @@ def _signed(value: int) -> int:
     return value - (1 << 32) if value & 0x80000000 else value
 
 
-def _fold(op: Any) -> Any:
-    def combined(first: Any, *rest: Any) -> int:
-        result = _to_bit(first)
-        for value in rest:
-            result = op(result, _to_bit(value))
+def _fold(name: str, op: Any) -> Any:
+    def combined(*values: Any) -> int:
+        result = _to_bit(values[0] if values else None, 1, name)
+        for position, value in enumerate(values[1:], start=2):
+            result = op(result, _to_bit(value, position, name))
         return _signed(result)
     return combined
 
 
-def _tohex(value: Any, digits: Any = 8) -> bytes:
-    number = _to_bit(value) & _MASK32
-    count = int(digits)
+def _unary(name: str, op: Any) -> Any:
+    return lambda value=None: _signed(op(_to_bit(value, 1, name)))
+
+
+def _shift(name: str, op: Any) -> Any:
+    def shifted(value: Any = None, count: Any = None) -> int:
+        return _signed(op(_to_bit(value, 1, name), _to_bit(count, 2, name) & 31))
+    return shifted
+
+
+def _tohex(value: Any = None, digits: Any = 8) -> bytes:
+    number = _to_bit(value, 1, "tohex") & _MASK32
+    count = _to_bit(digits, 2, "tohex") if digits is not None else 8
     upper = count < 0
     count = min(abs(count), 8)
     text = f"{number & ((1 << (4 * count)) - 1):0{count}x}" if count else ""
     return (text.upper() if upper else text).encode()
 
 
+def _rol(v: int, n: int) -> int:
+    v &= _MASK32
+    return (v << n | v >> (32 - n)) if n else v
+
+
+def _ror(v: int, n: int) -> int:
+    v &= _MASK32
+    return (v >> n | v << (32 - n)) if n else v
+
+
 BIT_FUNCTIONS: dict[str, Any] = {
-    "tobit": lambda v: _to_bit(v),
-    "bnot": lambda v: _signed(~_to_bit(v)),
-    "band": _fold(lambda a, b: a & b),
-    "bor": _fold(lambda a, b: a | b),
-    "bxor": _fold(lambda a, b: a ^ b),
-    "lshift": lambda v, n: _signed(_to_bit(v) << (_to_bit(n) & 31)),
-    "rshift": lambda v, n: _signed((_to_bit(v) & _MASK32) >> (_to_bit(n) & 31)),
-    "arshift": lambda v, n: _signed(_to_bit(v) >> (_to_bit(n) & 31)),
-    "rol": lambda v, n: _signed(((_to_bit(v) & _MASK32) << (_to_bit(n) & 31))
-                                | ((_to_bit(v) & _MASK32) >> (32 - (_to_bit(n) & 31)))),
-    "ror": lambda v, n: _signed(((_to_bit(v) & _MASK32) >> (_to_bit(n) & 31))
-                                | ((_to_bit(v) & _MASK32) << (32 - (_to_bit(n) & 31)))),
-    "bswap": lambda v: _signed(int.from_bytes((_to_bit(v) & _MASK32).to_bytes(4, "little"),
-                                              "big")),
+    "tobit": _unary("tobit", lambda v: v),
+    "bnot": _unary("bnot", lambda v: ~v),
+    "bswap": _unary("bswap", lambda v: int.from_bytes((v & _MASK32).to_bytes(4, "little"),
+                                                      "big")),
+    "band": _fold("band", lambda a, b: a & b),
+    "bor": _fold("bor", lambda a, b: a | b),
+    "bxor": _fold("bxor", lambda a, b: a ^ b),
+    "lshift": _shift("lshift", lambda v, n: v << n),
+    "rshift": _shift("rshift", lambda v, n: (v & _MASK32) >> n),
+    "arshift": _shift("arshift", lambda v, n: v >> n),
+    "rol": _shift("rol", _rol),
+    "ror": _shift("ror", _ror),
     "tohex": _tohex,
 }
 

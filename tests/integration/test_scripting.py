@@ -315,12 +315,12 @@ ERRORS = [
     "local ok, e = xpcall(function() error('x') end, function(m) return 'h:' .. m end) return e",
     "return redis.sha1hex('a','b') .. 'x'",
     "local x = redis.sha1hex() return x",
-    known("return redis.sha1hex()", TAIL_CALL),
+    "return redis.sha1hex()",
     "local x = redis.log(5, 'x') return x",
-    known("return redis.log(5, 'x')", TAIL_CALL), known("return redis.log('x', 'y')", TAIL_CALL),
-    known("return redis.log(1)", TAIL_CALL),
-    known("return redis.setresp(4)", TAIL_CALL), known("return redis.setresp()", TAIL_CALL),
-    known("return redis.set_repl(99)", TAIL_CALL),
+    "return redis.log(5, 'x')", "return redis.log('x', 'y')",
+    "return redis.log(1)",
+    "return redis.setresp(4)", "return redis.setresp()",
+    "return redis.set_repl(99)",
     "return redis.acl_check_cmd('nosuch')", "return redis.acl_check_cmd()",
     known("return math.random(0)", TAIL_CALL), known("return math.random(2, 1)", TAIL_CALL),
     known("return math.random(1,2,3)", TAIL_CALL),
@@ -396,10 +396,7 @@ ARGUMENTS: list[Command] = [
     ("EVAL", "#!lua flags=allow-stale\nreturn 1", "0"),
     ("EVAL", "#!lua flags=bogus\nreturn 1", "0"),
     ("EVAL", "#!lua flags=no-writes,bogus\nreturn 1", "0"),
-    pytest.param(("EVAL", "#!lua flags=no-writes,,allow-oom\nreturn 1", "0"),
-                 marks=pytest.mark.xfail(strict=True, reason="an empty flag between commas: "
-                                         "Redis 'Unexpected flag in script shebang: ', ours "
-                                         "accepts it")),
+    ("EVAL", "#!lua flags=no-writes,,allow-oom\nreturn 1", "0"),
     ("EVAL", "#!lua flags=\nreturn 1", "0"),
     ("EVAL", "#!lua flags=\nreturn redis.call('set','k','v')", "0"),
     ("EVAL", "#!lua flags=NO-WRITES\nreturn 1", "0"),
@@ -472,11 +469,11 @@ LIBRARIES = [
     *[bit_values(v) for v in ("0", "1", "-1", "0x7fffffff", "0x80000000", "0xffffffff", "2^32",
                               "2^32+5", "-2^31", "2^53", "-2^53", "-1.5", "2.5", "0.4999",
                               "12345678", "'12'")],
-    known(bit_values("1.5"), BIT_ROUNDING), known(bit_values("-2.5"), BIT_ROUNDING),
-    known("return bit.tobit(-0.5)", BIT_ROUNDING), known("return bit.band(1.9, 3)", BIT_ROUNDING),
-    known("return bit.tohex(255, 2.7)", BIT_ROUNDING),
-    known(bit_values("1e20"), BIT_BIG), known(bit_values("-1e20"), BIT_BIG),
-    known(bit_values("0/0"), BIT_BIG), known(bit_values("1/0"), BIT_BIG),
+    bit_values("1.5"), bit_values("-2.5"),
+    "return bit.tobit(-0.5)", "return bit.band(1.9, 3)",
+    "return bit.tohex(255, 2.7)",
+    bit_values("1e20"), bit_values("-1e20"),
+    bit_values("0/0"), bit_values("1/0"),
     *[bit_shifts(v) for v in ("0x12345678", "-1", "0xdeadbeef", "5")],
     *[f"return {{bit.tohex(0x12abCDef, {d}), bit.tohex(-1, {d})}}"
       for d in ("0", "1", "2", "4", "8", "9", "-1", "-4", "-8", "-9", "100", "-100")],
@@ -484,12 +481,12 @@ LIBRARIES = [
     "return bit.bxor(0xff,0x0f,0x1)", "return bit.band(1)", "return bit.bor('3','4')",
     "return bit.tohex(1, '4')", "return tostring(bit.tobit(3))", "return type(bit)",
     "local t={} for k in pairs(bit) do t[#t+1]=k end table.sort(t) return t",
-    known("local x = bit.band() return x", BIT_ARGS),
-    known("local x = bit.tobit() return x", BIT_ARGS),
-    known("local x = bit.tobit({}) return x", BIT_ARGS),
-    known("local x = bit.lshift(1) return x", BIT_ARGS),
-    known("local x = bit.band('x', 1) return x", BIT_ARGS),
-    known("local x = bit.tohex(1, 'x') return x", BIT_ARGS),
+    "local x = bit.band() return x",
+    "local x = bit.tobit() return x",
+    "local x = bit.tobit({}) return x",
+    "local x = bit.lshift(1) return x",
+    "local x = bit.band('x', 1) return x",
+    "local x = bit.tohex(1, 'x') return x",
     # cjson.encode
     "return cjson.encode({1,2,3})", "return cjson.encode({})", "return cjson.encode({{}, {{}}})",
     "return cjson.encode({a={b={c=1}}})", "return cjson.encode({a='x'})",
@@ -502,10 +499,8 @@ LIBRARIES = [
     "return cjson.encode('a\"b')", "return cjson.encode('a/b')", "return cjson.encode('a\\\\b')",
     "return cjson.encode('\\n\\r\\t\\b\\f')", "return cjson.encode('\\1\\31\\127')",
     "return cjson.encode('\\0x')", "return cjson.encode('')", "return cjson.encode({['a\"']=1})",
-    known("return cjson.encode('\\195\\169')", "cjson.encode of UTF-8 text: Redis passes the "
-          "bytes through ('\"\\xc3\\xa9\"'), ours encodes them again ('\"\\xc3\\x83\\xc2\\xa9\"')"),
-    known("return cjson.encode('\\255')", "cjson.encode of a byte >= 0x80: Redis keeps it, ours "
-          "writes it as UTF-8 (\\xc3\\xbf)"),
+    "return cjson.encode('\\195\\169')",
+    "return cjson.encode('\\255')",
     "return cjson.encode(true)", "return cjson.encode(false)", "return cjson.encode(nil)",
     "return cjson.encode(cjson.null)", "return cjson.encode({cjson.null, 1})",
     "return cjson.encode({1, nil, 3})", "return cjson.encode({[1]=1,[5]=5})",
@@ -519,11 +514,8 @@ LIBRARIES = [
     known("return cjson.encode()", "cjson.encode() without an argument: Redis \"bad argument #1 "
           "to 'encode' (expected 1 argument)\", ours a Python message (\"_json_encode() missing 1 "
           "required positional argument\")"),
-    known("return cjson.encode({[true]=1})", "a boolean key: Redis 'Cannot serialise boolean: "
-          "table key must be a number or string', ours 'Cannot serialise table: ...'"),
-    known("local t = {} t[1] = t return cjson.encode(t)", "a table that holds itself: Redis "
-          "'Cannot serialise, excessive nesting (1001)', ours Python's 'maximum recursion depth "
-          "exceeded'"),
+    "return cjson.encode({[true]=1})",
+    "local t = {} t[1] = t return cjson.encode(t)",
     # cjson.decode
     "return cjson.decode('[1,2,3]')", "return cjson.decode('{\"a\":{\"b\":[1,2]}}').a.b",
     "return cjson.decode('\"x\"')", "return cjson.decode('1.5')",
@@ -555,8 +547,7 @@ LIBRARIES = [
           "accepts it, ours refuses"),
     known("return cjson.decode(1)", "cjson.decode(1): Redis decodes the number's text, ours "
           "\"bad argument #1 to 'decode' (string expected)\""),
-    known("return tostring(cjson.null)", "cjson.null is a NULL lightuserdata in Redis "
-          "('userdata: (nil)'), ours another userdata"),
+    "return tostring(cjson.null)",
     known("local t = {} for k in pairs(cjson) do t[#t+1]=k end table.sort(t) return t",
           "cjson.new is missing"),
     known("return type(cmsgpack)", "the cmsgpack library is missing"),
@@ -564,8 +555,7 @@ LIBRARIES = [
     # redis.sha1hex, redis.log, and the rest of the redis table
     "return redis.sha1hex('')", "return redis.sha1hex('Pizza & Mandolino')",
     "return redis.sha1hex(123)", "return redis.sha1hex(1.5)",
-    known("return redis.sha1hex(nil)", "redis.sha1hex(nil): Redis hashes '' (da39a3ee...), ours "
-          "hashes 'nil'"),
+    "return redis.sha1hex(nil)",
     "return redis.log(redis.LOG_WARNING, 'hello')", "return redis.log(redis.LOG_DEBUG, 'a', 1)",
     "return type(redis.log(redis.LOG_NOTICE, 'x', 'y'))",
     "return {redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING}",
@@ -574,11 +564,8 @@ LIBRARIES = [
     "return redis.set_repl(redis.REPL_ALL)", "return redis.replicate_commands()",
     "return redis.breakpoint()", "return redis.debug('x')",
     "return redis.acl_check_cmd('get', 'x')", "return redis.acl_check_cmd('set', 'x', 'y')",
-    known("return redis.acl_check_cmd('get')", "redis.acl_check_cmd with a wrong arity: Redis "
-          "checks the command's existence only (true), ours 'Invalid command passed to "
-          "redis.acl_check_cmd()'"),
-    known("return redis.setresp('3')", "redis.setresp('3'): Redis takes the string as a number, "
-          "ours 'RESP version must be 2 or 3.'"),
+    "return redis.acl_check_cmd('get')",
+    "return redis.setresp('3')",
     "return type(redis.REDIS_VERSION)", "return type(redis.REDIS_VERSION_NUM)",
     # numbers, strings, tables
     *[f"return tostring({n})" for n in ("1", "1.5", "1e15", "1e16", "1e100", "0.1", "-0.0",
@@ -649,9 +636,7 @@ GLOBALS = [
         "io", "print", "loadfile", "dofile", "require", "module", "package", "python")],
     known("return tostring(debug)", "`debug`: Redis errors (\"Script attempted to access "
           "nonexistent global variable 'debug'\"), ours gives nil"),
-    *[known(f"return type({name})", f"{name} is available: Redis 8.2.2+ (and the Debian "
-            "7.0.15 build with the same fix) removes it")
-      for name in ("getfenv", "setfenv", "newproxy")],
+    *[f"return type({name})" for name in ("getfenv", "setfenv", "newproxy")],
     "return type(_G)", "return _VERSION", "return type(coroutine)", "return type(string.dump)",
     "return type(collectgarbage('count'))", "return gcinfo() > 0", "return type(gcinfo)",
     "return rawequal(_G, _G)", "return #_G", "return next({})", "return rawget(_G, 'nothing')",
@@ -699,9 +684,8 @@ SETFENV = ("setfenv (which Redis removes) changes the environment of the interpr
     ["KEYS = {'a'}", "return KEYS"], ["math.floor = nil", "return math.floor(1.5)"],
     ["getmetatable(_G).__index = function() return 7 end", "return nothere"],
     ["local mt = getmetatable(_G) mt.__newindex = nil", "z = 1 return z"],
-    known(["setfenv(0, {redis = redis})", "return type(string)"], SETFENV),
-    known(["local g = getfenv(0) setfenv(0, setmetatable({}, {__index = g}))", "x = 5 return x"],
-          SETFENV),
+    ["setfenv(0, {redis = redis})", "return type(string)"],
+    ["local g = getfenv(0) setfenv(0, setmetatable({}, {__index = g}))", "x = 5 return x"],
 ], ids=["global", "string.rep", "rawset", "setmetatable", "string-metatable", "string-method",
         "redis.call", "redis-table", "KEYS", "math.floor", "G-index", "G-newindex", "setfenv",
         "setfenv-globals"])
@@ -717,9 +701,9 @@ OS_CLOCK = "Redis 7.4+ has an `os` table with os.clock() only (redis#12971): our
 
 
 @pytest.mark.parametrize(("script", "expected"), [
-    known(("return {type(os), type(os.clock), type(os.time), type(os.execute)}",
-           b"*4\r\n$5\r\ntable\r\n$8\r\nfunction\r\n$3\r\nnil\r\n$3\r\nnil\r\n"), OS_CLOCK),
-    known(("return os.clock() >= 0", b":1\r\n"), OS_CLOCK),
+    pytest.param("return {type(os), type(os.clock), type(os.time), type(os.execute)}",
+           b"*4\r\n$5\r\ntable\r\n$8\r\nfunction\r\n$3\r\nnil\r\n$3\r\nnil\r\n"),
+    pytest.param("return os.clock() >= 0", b":1\r\n"),
 ], ids=["table", "clock"])
 def test_os_clock_as_redis_8(srv: ServerProcess, script: str, expected: bytes) -> None:
     """os.clock() exists in Redis 8 (7.0 has no os at all: checked on ours only)."""
@@ -754,10 +738,10 @@ NUMBER_ARGS = ("Redis 7.2+ passes a number to redis.call as an integer when it i
 
 
 @pytest.mark.parametrize(("number", "expected"), [
-    known(("0.1", b"0.1"), NUMBER_ARGS),
-    known(("1/3", b"0.3333333333333333"), NUMBER_ARGS),
-    known(("99999999999999999", b"100000000000000000"), NUMBER_ARGS),
-    known(("123456789012345678", b"123456789012345680"), NUMBER_ARGS),
+    pytest.param("0.1", b"0.1"),
+    pytest.param("1/3", b"0.3333333333333333"),
+    pytest.param("99999999999999999", b"100000000000000000"),
+    pytest.param("123456789012345678", b"123456789012345680"),
     ("-0.0", b"0"), ("2^53", b"9007199254740992"), ("1e15", b"1000000000000000"),
 ], ids=["0.1", "1/3", "1e17", "big", "-0", "2^53", "1e15"])
 def test_numbers_passed_to_redis_call_as_redis_8(srv: ServerProcess, number: str,
