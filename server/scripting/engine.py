@@ -348,7 +348,7 @@ class ScriptEngine:
     def _json_encode(self, value: Any) -> bytes:
         """cjson.encode; a Lua error with lua-cjson's message."""
         settings = self.env.json_settings
-        encoder = _JsonEncoder(int(settings[b"precision"]), int(settings[b"encode_depth"]),
+        encoder = lua_libs.JsonEncoder(int(settings[b"precision"]), int(settings[b"encode_depth"]),
                                bool(settings[b"encode_invalid"]))
         try:
             # (one character per byte: strings' bytes are written as they are)
@@ -407,58 +407,6 @@ class RaisedError(Exception):
     def __init__(self, table: Any) -> None:
         super().__init__("redis.call error")
         self.table = table
-
-
-class _JsonEncoder:
-    """cjson.encode: arrays for tables whose keys are 1..n, objects otherwise."""
-
-    def __init__(self, precision: int, max_depth: int, invalid_numbers: bool) -> None:
-        self.precision = precision
-        self.max_depth = max_depth
-        self.invalid_numbers = invalid_numbers
-
-    def number(self, value: float) -> str:
-        if value != value or value in (float("inf"), float("-inf")):
-            if not self.invalid_numbers:
-                raise lua_libs.JsonError("Cannot serialise number: must not be NaN or Inf")
-            return f"{value:.{self.precision}g}"
-        return lua_libs.json_number(value, self.precision)
-
-    def encode(self, value: Any, depth: int) -> str:
-        if value is None:
-            return "null"
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        if isinstance(value, (int, float)):
-            return self.number(value)
-        if isinstance(value, bytes):
-            return lua_libs.json_string(value)
-        kind = lua_type(value)
-        if kind == "userdata":  # cjson.null
-            return "null"
-        if kind != "table":
-            raise lua_libs.JsonError(f"Cannot serialise {kind}: type not supported")
-        if depth > self.max_depth:
-            raise lua_libs.JsonError(f"Cannot serialise, excessive nesting ({depth})")
-        keys = list(value.keys())
-        if keys and all(isinstance(k, (int, float)) and not isinstance(k, bool)
-                        and k >= 1 and k == int(k) for k in keys):
-            size = int(max(keys))
-            if size > 2 * len(keys) and size > 10:
-                raise lua_libs.JsonError("Cannot serialise table: excessively sparse array")
-            return "[" + ",".join(self.encode(value[i], depth + 1)
-                                  for i in range(1, size + 1)) + "]"
-        parts = []
-        for key in keys:
-            if isinstance(key, (int, float)) and not isinstance(key, bool):
-                name = self.number(key).encode()
-            elif isinstance(key, bytes):
-                name = key
-            else:
-                raise lua_libs.JsonError(f"Cannot serialise {_lua_type_name(key)}: table key "
-                                         "must be a number or string")
-            parts.append(lua_libs.json_string(name) + ":" + self.encode(value[key], depth + 1))
-        return "{" + ",".join(parts) + "}"
 
 
 def _shebang(body: bytes) -> tuple[frozenset[str] | None, int]:
@@ -534,9 +482,3 @@ def _lua_string(value: Any) -> bytes | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return b"%.14g" % float(value)
-
-
-def _lua_type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    return lua_type(value) or type(value).__name__

@@ -8,6 +8,8 @@ import math
 import struct
 from typing import Any
 
+from lupa.lua51 import lua_type
+
 _MASK32 = 0xFFFFFFFF
 
 
@@ -198,3 +200,61 @@ def json_too_deep_at(text: bytes, max_depth: int) -> int | None:
         elif byte in (0x5D, 0x7D):
             depth -= 1
     return None
+
+
+class JsonEncoder:
+    """cjson.encode: arrays for tables whose keys are 1..n, objects otherwise."""
+
+    def __init__(self, precision: int, max_depth: int, invalid_numbers: bool) -> None:
+        self.precision = precision
+        self.max_depth = max_depth
+        self.invalid_numbers = invalid_numbers
+
+    def number(self, value: float) -> str:
+        if value != value or value in (float("inf"), float("-inf")):
+            if not self.invalid_numbers:
+                raise JsonError("Cannot serialise number: must not be NaN or Inf")
+            return f"{value:.{self.precision}g}"
+        return json_number(value, self.precision)
+
+    def encode(self, value: Any, depth: int) -> str:
+        if value is None:
+            return "null"
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, (int, float)):
+            return self.number(value)
+        if isinstance(value, bytes):
+            return json_string(value)
+        kind = lua_type(value)
+        if kind == "userdata":  # cjson.null
+            return "null"
+        if kind != "table":
+            raise JsonError(f"Cannot serialise {kind}: type not supported")
+        if depth > self.max_depth:
+            raise JsonError(f"Cannot serialise, excessive nesting ({depth})")
+        keys = list(value.keys())
+        if keys and all(isinstance(k, (int, float)) and not isinstance(k, bool)
+                        and k >= 1 and k == int(k) for k in keys):
+            size = int(max(keys))
+            if size > 2 * len(keys) and size > 10:
+                raise JsonError("Cannot serialise table: excessively sparse array")
+            return "[" + ",".join(self.encode(value[i], depth + 1)
+                                  for i in range(1, size + 1)) + "]"
+        parts = []
+        for key in keys:
+            if isinstance(key, (int, float)) and not isinstance(key, bool):
+                name = self.number(key).encode()
+            elif isinstance(key, bytes):
+                name = key
+            else:
+                raise JsonError(f"Cannot serialise {_lua_type_name(key)}: table key "
+                                         "must be a number or string")
+            parts.append(json_string(name) + ":" + self.encode(value[key], depth + 1))
+        return "{" + ",".join(parts) + "}"
+
+
+def _lua_type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    return lua_type(value) or type(value).__name__
