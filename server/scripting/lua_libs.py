@@ -134,31 +134,22 @@ def json_number(value: float, precision: int = 14) -> str:
     return f"{float(value):.{precision}g}"
 
 
+_JSON_ESCAPES = {ord('"'): '\\"', ord("\\"): "\\\\", ord("/"): "\\/", ord("\n"): "\\n",
+                 ord("\r"): "\\r", ord("\t"): "\\t", ord("\b"): "\\b", ord("\f"): "\\f"}
+
+
 def json_string(raw: bytes) -> str:
-    """lua-cjson's escaping: ", \\, / and control characters."""
+    """lua-cjson's escaping: ", \\, / and control characters; other bytes as they are (one
+    character per byte)."""
     out = ['"']
     for byte in raw:
-        char = chr(byte)
-        if char == '"':
-            out.append('\\"')
-        elif char == "\\":
-            out.append("\\\\")
-        elif char == "/":
-            out.append("\\/")
-        elif char == "\n":
-            out.append("\\n")
-        elif char == "\r":
-            out.append("\\r")
-        elif char == "\t":
-            out.append("\\t")
-        elif char == "\b":
-            out.append("\\b")
-        elif char == "\f":
-            out.append("\\f")
+        escaped = _JSON_ESCAPES.get(byte)
+        if escaped is not None:
+            out.append(escaped)
         elif byte < 0x20 or byte == 0x7F:
             out.append(f"\\u{byte:04x}")
         else:
-            out.append(char)  # (bytes >= 0x80 pass through, as cjson does)
+            out.append(chr(byte))
     out.append('"')
     return "".join(out)
 
