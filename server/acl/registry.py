@@ -58,7 +58,6 @@ class Users:
         self.by_name: dict[bytes, User] = {}
         self.default = self._new_default()
         self.by_name[DEFAULT] = self.default
-        self.version = 0  # bumped by every change, for whoever caches a user's verdicts
 
     def _new_default(self) -> User:
         """ACLCreateDefaultUser: every command, key and channel; on; nopass."""
@@ -98,20 +97,15 @@ class Users:
             current = staged
         else:
             current.assign(staged)
-        self.version += 1
         return current
 
     def delete(self, name: bytes) -> User | None:
-        user = self.by_name.pop(name, None)
-        if user is not None:
-            self.version += 1
-        return user
+        return self.by_name.pop(name, None)
 
     def set_default_password(self, password: str) -> None:
         """requirepass: the default user's only password, or nopass when empty."""
         self.default.apply(b"resetpass")
         self.default.apply(b">" + password.encode() if password else b"nopass")
-        self.version += 1
 
     # -- authentication -------------------------------------------------------------------------
     def authenticate(self, name: bytes, password: bytes) -> User | None:
@@ -187,7 +181,6 @@ class Users:
                     raise AclError(f"Error loading ACL rule '{rule.decode(errors='replace')}' "
                                    f"for the user named '{name.decode(errors='replace')}': "
                                    f"{exc}") from None
-        self.version += 1
 
     def replace_all(self, users: list[User]) -> list[User]:
         """ACL LOAD's success: these users replace all others. A user defined before and now
@@ -204,7 +197,6 @@ class Users:
                 kept.assign(user)
                 user = kept
             self.by_name[user.name] = user
-        self.version += 1
         return list(old.values())
 
     def describe_lines(self) -> list[bytes]:

@@ -285,16 +285,11 @@ class Selector:
 
     def describe(self) -> bytes:
         """ACLDescribeSelector: keys, channels, commands, as SETUSER rules."""
-        parts: list[bytes] = []
-        if self.all_keys:
-            parts.append(b"~*")
-        else:
-            parts.extend(_pattern_text(p, flags) for p, flags in self.key_patterns)
-        if self.all_channels:
-            parts.append(b"&*")
-        else:
+        parts = [self.describe_keys()] if self.all_keys or self.key_patterns else []
+        if not self.all_channels:
             parts.append(b"resetchannels")
-            parts.extend(b"&" + channel for channel in self.channels)
+        if self.all_channels or self.channels:
+            parts.append(self.describe_channels())
         parts.append(self.describe_commands())
         return b" ".join(parts)
 

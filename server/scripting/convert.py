@@ -117,16 +117,15 @@ class ScriptError:
         self.counted = counted
 
 
-def error_from_table(table: Any, sha: str, raw: Any = None) -> ScriptError:
+def error_from_table(table: Any, sha: str, raw: Any) -> ScriptError:
     """luaExtractErrorInformation + the final message: "msg script: <sha>, on <source>:<line>."
     when the error was raised (the handler added where)."""
-    get = raw or (lambda t, k: t[k])
-    message = _text(get(table, b"err"))
-    source, line = get(table, b"source"), get(table, b"line")
+    message = _text(raw(table, b"err"))
+    source, line = raw(table, b"source"), raw(table, b"line")
     if source is not None and line is not None:
         message += f" script: {sha}, on {_text(source)}:{_number_text(line)}."
     return ScriptError(message.replace("\r", " ").replace("\n", " "),
-                       get(table, b"ignore_error_stats_update") is True)
+                       raw(table, b"ignore_error_stats_update") is True)
 
 
 def lua_to_reply(env: LuaEnv, value: Any, script_resp: int, caller_resp: int,

@@ -11,7 +11,7 @@ AOF as one transaction (MULTI/EXEC around two or more), as EXEC's do.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lupa.lua51 import lua_type
@@ -49,7 +49,6 @@ class RunState:
     wrote: bool = False  # a write command ran (SCRIPT_WRITE_DIRTY)
     read: bool = False  # a read-only command ran: a tracking caller tracks the script's keys
     allow_oom: bool = False
-    errors: list[str] = field(default_factory=list)
 
 
 class ScriptEngine:
