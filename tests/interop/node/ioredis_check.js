@@ -1,6 +1,6 @@
 // ioredis against xstreamd: XADD, XGROUP CREATE, XREADGROUP (immediate and BLOCK woken by an
 // XADD from another connection), XACK, XAUTOCLAIM, XPENDING, XINFO STREAM, SUBSCRIBE and a
-// keyspace notification, and an ACL user's login and refusals.
+// keyspace notification, a Lua script (defineCommand), and an ACL user's login and refusals.
 // Environment: XSTREAMD_PORT, XSTREAMD_PASSWORD (optional), XSTREAMD_RESP (2 or 3).
 "use strict";
 
@@ -115,6 +115,17 @@ async function main() {
     } finally {
       subscriber.disconnect();
     }
+
+    // A Lua script through defineCommand (EVALSHA, then EVAL after a NOSCRIPT).
+    redis.defineCommand("xaddCount", {
+      numberOfKeys: 1,
+      lua: "redis.call('XADD', KEYS[1], '*', 'via', ARGV[1]) return redis.call('XLEN', KEYS[1])",
+    });
+    const before = await redis.xlen(key);
+    assert.equal(await redis.xaddCount(key, "lua"), before + 1);
+    await redis.script("FLUSH");
+    assert.equal(await redis.xaddCount(key, "lua"), before + 2);
+    await redis.xtrim(key, "MAXLEN", before);
 
     // An ACL user: ioredis logs in with `username` and gets Redis's NOPERM refusals.
     const user = `ioredis-resp${protocol}`;
