@@ -27,6 +27,9 @@ def engine(client: Client) -> ScriptEngine:
 
 def _eval(client: Client, argv: list[bytes], by_sha: bool, read_only: bool) -> Any:
     """evalGenericCommand: numkeys checked, the script found (or compiled), then run."""
+    server = client.server
+    if server.monitors:  # (before any check, and before the commands it runs: call() shows
+        server.feed_monitors(client, argv)  # those)
     numkeys = parse_int(argv[2])
     if numkeys > len(argv) - 3:
         raise CommandError("ERR Number of keys can't be greater than number of args")
@@ -39,9 +42,6 @@ def _eval(client: Client, argv: list[bytes], by_sha: bool, read_only: bool) -> A
             raise CommandError(NOSCRIPT)
     else:
         script = scripts.load(argv[1])
-    server = client.server
-    if server.monitors:  # (shown before the commands it runs, which call() shows)
-        server.feed_monitors(client, argv)
     keys = argv[3:3 + numkeys]
     reply = scripts.run(client, script, keys, argv[3 + numkeys:], read_only)
     if isinstance(reply, ErrorReply):  # (a failed call of EVAL, however the error came)

@@ -961,8 +961,6 @@ def test_monitor_shows_the_script_then_its_commands(srv: ServerProcess,
     assert mine[2:5] == ['[2 lua] "set" "k" "v"', '[3 lua] "select" "3"', '[3 lua] "get" "k"']
 
 
-@pytest.mark.xfail(reason="MONITOR: Redis shows an EVAL / EVALSHA before checking it (unknown "
-                   "sha, compile error, bad numkeys); ours shows nothing for those", strict=True)
 def test_monitor_shows_refused_scripts(srv: ServerProcess, redis_ref: ServerProcess) -> None:
     commands: list[Command] = [("EVALSHA", UNKNOWN_SHA, "0"), ev("return 1 +"),
                                ("EVAL", "return 1", "-1")]
