@@ -164,7 +164,7 @@ class _Converter:
         raw = self.raw
         err = raw(value, b"err")
         if isinstance(err, bytes):
-            return ErrorReply(error_from_table(value, self.sha, raw).text)
+            return ErrorReply("-" + error_from_table(value, self.sha, raw).text)
         ok = raw(value, b"ok")
         if isinstance(ok, bytes):
             return SimpleString(_text(ok).replace("\r", " ").replace("\n", " "))

@@ -151,7 +151,8 @@ class ScriptEngine:
         if isinstance(result, convert.ScriptError):
             if not result.counted:
                 server.stats.error_reply(result.text)
-            return ErrorReply(result.text)
+            # "-" + the message, written as it is (a message starting with "-" keeps it)
+            return ErrorReply("-" + result.text)
         return result
 
     def _refuse_at_start(self, flags: frozenset[str], read_only_command: bool,
