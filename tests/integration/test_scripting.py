@@ -98,6 +98,9 @@ def sha_of(reply: bytes) -> str:
 
 
 PROTOCOLS = pytest.mark.parametrize("protocol", [2, 3])
+# The script's own protocol for redis.call replies: RESP2, or RESP3 after redis.setresp(3).
+SCRIPT_RESP = pytest.mark.parametrize("setresp", ["", "redis.setresp(3) "],
+                                      ids=["resp2-script", "resp3-script"])
 
 
 # == 1. The script's return value -> the reply =================================================
@@ -138,7 +141,7 @@ RETURNS = [
 
 
 @pytest.mark.parametrize("script", RETURNS)
-@pytest.mark.parametrize("setresp", ["", "redis.setresp(3) "], ids=["resp2-script", "resp3-script"])
+@SCRIPT_RESP
 @PROTOCOLS
 def test_return_values_match_redis(srv: ServerProcess, redis_ref: ServerProcess, script: str,
                                    setresp: str, protocol: int) -> None:
@@ -222,7 +225,7 @@ CALLS = [
 
 
 @pytest.mark.parametrize("script", CALLS)
-@pytest.mark.parametrize("setresp", ["", "redis.setresp(3) "], ids=["resp2-script", "resp3-script"])
+@SCRIPT_RESP
 @PROTOCOLS
 def test_call_replies_match_redis(srv: ServerProcess, redis_ref: ServerProcess, script: str,
                                   setresp: str, protocol: int) -> None:
