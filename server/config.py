@@ -252,6 +252,9 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("slowlog-max-len", 128, _int_range(0, 2**63 - 1)),
     OptionSpec("acllog-max-len", 128, _int_range(0, 2**63 - 1)),
     OptionSpec("aclfile", "", _string, mutable=False),
+    # How long a script runs before the other clients are answered BUSY (0: never).
+    OptionSpec("busy-reply-threshold", 5000, _int_range(0, 2**63 - 1),
+               aliases=("lua-time-limit",)),
     OptionSpec("acl-pubsub-default", "resetchannels", Choice("allchannels", "resetchannels")),
     OptionSpec("latency-monitor-threshold", 0, _int_range(0, _MAX)),
     OptionSpec("latency-tracking", True, parse_bool),

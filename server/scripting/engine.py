@@ -11,6 +11,7 @@ AOF as one transaction (MULTI/EXEC around two or more), as EXEC's do.
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ from lupa.lua51 import lua_type
 
 from protocol.encoder import ErrorReply
 from server.errors import OOM_TEXT, CommandError
-from server.scripting import convert, lua_libs
+from server.scripting import busy, convert, lua_libs
 from server.scripting.lua_env import LuaEnv
 
 if TYPE_CHECKING:
@@ -48,6 +49,8 @@ class RunState:
     resp: int = 2  # redis.setresp
     wrote: bool = False  # a write command ran (SCRIPT_WRITE_DIRTY)
     read: bool = False  # a read-only command ran: a tracking caller tracks the script's keys
+    started: float = 0.0  # time.monotonic() at the start
+    busy: bool = False  # past busy-reply-threshold: the other clients are answered BUSY
     allow_oom: bool = False
 
 
@@ -59,6 +62,7 @@ class ScriptEngine:
         self._client: Client | None = None
         self.running: RunState | None = None
         self.last_run_read = False  # the last script ran a read-only command
+        self.arrivals = busy.Arrivals()  # connections accepted while a script was busy
 
     # -- the interpreter ------------------------------------------------------------------------
     @property
@@ -68,6 +72,7 @@ class ScriptEngine:
                 "call": self._call_raising,
                 "pcall": self._pcall,
                 "unwrap": _unwrap,
+                "busy_check": self._busy_check,
                 "acl_check": self._acl_check,
                 "error_table": self._error_table,
                 "sha1hex": self._sha1hex,
@@ -129,6 +134,7 @@ class ScriptEngine:
                          out_of_memory,
                          allow_oom=flags is not None and bool({ALLOW_OOM, NO_WRITES} & flags))
         client = self._script_client(caller)
+        state.started = time.monotonic()
         self.running = state
         hooks = list(server.propagate_hooks)
         try:
@@ -138,6 +144,8 @@ class ScriptEngine:
         finally:
             self.running = None
             self.last_run_read = state.read
+            if state.busy:
+                self.arrivals.hand_over(server)
             for hook in hooks:
                 getattr(hook, "end_transaction", lambda: None)()
             client.user = server.acl.users.default
@@ -296,6 +304,28 @@ class ScriptEngine:
         message = _bytes(message)
         return self.env.table({b"err": convert.error_table_text(
             message if message.startswith(b"-") else b"-" + message)})
+
+    def _busy_check(self) -> bool:
+        """The instruction hook's call: past busy-reply-threshold, answer the other clients
+        (server/scripting/busy.py); True when SCRIPT KILL asked for the script's end."""
+        state = self.running
+        threshold = self.server.config["busy-reply-threshold"]
+        if state is None or not threshold:
+            return False
+        elapsed_ms = (time.monotonic() - state.started) * 1000
+        if elapsed_ms < threshold:
+            return False
+        if not state.busy:
+            state.busy = True
+            self.server.log.warning(
+                f"Slow script detected: still in execution after {int(elapsed_ms)} "
+                "milliseconds. You can try killing the script using the SCRIPT KILL command. "
+                f"Script name is: {state.script.sha}.")
+        killed = busy.serve_other_clients(self.server, state.caller, state.wrote,
+                                          self.arrivals)
+        if killed:
+            self.server.log.warning("Lua script killed by user with SCRIPT KILL.")
+        return killed
 
     def _raise(self, text: str) -> None:
         raise RaisedError(self._err(text))

@@ -236,10 +236,32 @@ local function restore()
 end
 
 -- Run a script (with KEYS and ARGV set), through the error handler.
+-- Every 100,000 instructions the host looks at how long the script has run (past
+-- busy-reply-threshold it answers the other clients BUSY, and takes SCRIPT KILL). A killed
+-- script gets an error at every line from then on, so that pcall cannot keep it alive.
+-- (The error is raised in the script's code only: never in this chunk's, which runs the
+-- script and must not fail.)
+local KILLED = {err = 'ERR Script killed by user with SCRIPT KILL...'}
+local function in_script()
+  local info = dbg.getinfo(3, 'S')
+  return info ~= nil and info.source ~= '=xstreamd'
+end
+local function killed_hook()
+  if in_script() then error(KILLED) end
+end
+local function busy_hook()
+  if host.busy_check() then
+    dbg.sethook(killed_hook, 'l')
+    if in_script() then error(KILLED) end
+  end
+end
+
 local function run(fn, keys, argv)
   rawset(_G, 'KEYS', keys)
   rawset(_G, 'ARGV', argv)
+  dbg.sethook(busy_hook, '', 100000)
   local ok, result = xpcall(fn, handler)
+  dbg.sethook()
   restore()
   return ok, result
 end
