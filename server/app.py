@@ -4,13 +4,15 @@ listening and shutdown."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
+import sys
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from protocol.encoder import encode_into
 from server import command_stats, notify
@@ -79,6 +81,9 @@ class Server:
         self.pause = ClientPause(self)
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
         self.pending_writes: list[Client] = []
+        # A script runs past busy-reply-threshold: the others get BUSY (server/scripting/busy.py)
+        self.script_busy = False
+        self.connecting: set[Any] = set()  # Connections accepted, not made yet
         self._before_sleep_scheduled = False
         self.propagate_hooks: list[PropagateHook] = []
         self.before_sleep_hooks: list[Callable[[], None]] = []
@@ -229,32 +234,36 @@ class Server:
         pending = self.pending_writes
         if pending:
             self.pending_writes = []
-            # Without an output limit an authenticated client's output goes straight to the
-            # transport (sink.send); the sink's write() applies the limits (a subscriber's
-            # are the pubsub class's, so while there are subscribers every write takes it).
-            unlimited = self.normal_output_limit is None and not self.pubsub.clients
-            written = writes = 0
-            for client in pending:
-                client.pending_write = False
-                sink = client.sink
-                if client.closed or sink is None:
-                    continue
-                if client.out:
-                    # Exact bytes, which uvloop writes as they are (anything else it wraps in
-                    # a memoryview first). join hands back a lone bytes chunk uncopied.
-                    data = _JOIN(client.out)
-                    client.out = []
-                    written += len(data)
-                    writes += 1
-                    if unlimited and client.authenticated:
-                        sink.send(data)
-                    else:
-                        sink.write(data)
-                if client.close_after_reply:
-                    sink.close_client()
-            stats = self.stats
-            stats.net_output_bytes += written
-            stats.writes_processed += writes
+            self.write_clients(pending)
+
+    def write_clients(self, pending: list[Client]) -> None:
+        """Write these clients' pending output (before_sleep's last step)."""
+        # Without an output limit an authenticated client's output goes straight to the
+        # transport (sink.send); the sink's write() applies the limits (a subscriber's are
+        # the pubsub class's, so while there are subscribers every write takes it).
+        unlimited = self.normal_output_limit is None and not self.pubsub.clients
+        written = writes = 0
+        for client in pending:
+            client.pending_write = False
+            sink = client.sink
+            if client.closed or sink is None:
+                continue
+            if client.out:
+                # Exact bytes, which uvloop writes as they are (anything else it wraps in a
+                # memoryview first). join hands back a lone bytes chunk uncopied.
+                data = _JOIN(client.out)
+                client.out = []
+                written += len(data)
+                writes += 1
+                if unlimited and client.authenticated:
+                    sink.send(data)
+                else:
+                    sink.write(data)
+            if client.close_after_reply:
+                sink.close_client()
+        stats = self.stats
+        stats.net_output_bytes += written
+        stats.writes_processed += writes
 
     # -- running commands ---------------------------------------------------------------------
     def block_or_answer(self, client: Client, request: BlockRequest, argv: list[bytes]) -> None:
@@ -591,6 +600,24 @@ class Server:
         for listener in self.listeners:
             listener.close()
         self.before_sleep()
+        self._shutdown_steps(nosave)
+
+    def shutdown_during_script(self) -> NoReturn:
+        """SHUTDOWN NOSAVE while a script is busy (the script holds the event loop): the
+        shutdown's steps here and now, then the process ends, as Redis's exit(0). The busy
+        script's effects are dropped: it has not ended, so nothing of it was logged."""
+        self.log.warning("User requested shutdown...")
+        self._shutdown_steps(True)
+        pidfile = self.config["pidfile"]
+        if pidfile:
+            with contextlib.suppress(OSError):
+                os.unlink(pidfile)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(0)
+
+    def _shutdown_steps(self, nosave: bool) -> None:
         for hook in self.shutdown_hooks:
             hook(nosave)
         for client in list(self.clients.values()):

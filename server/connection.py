@@ -83,12 +83,22 @@ class Connection(asyncio.Protocol):
         # ClientSink.send: the transport's own write, set once connected.
         self.send = _discard
         self.reader = make_reader(server.config["proto-max-bulk-len"], use_hiredis=_USE_HIREDIS)
+        # Accepted, and connection_made not called yet (the loop calls it in its next pass):
+        # a script that goes busy meanwhile serves it all the same (server/scripting/busy.py).
+        server.connecting.add(self)
 
     # -- asyncio.Protocol ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        held = self.transport
+        if held is transport:  # (made early by a busy script's pass: busy.py)
+            return
         self.transport = transport  # type: ignore[assignment]
         self.send = transport.write  # type: ignore[attr-defined]
         server = self.server
+        server.connecting.discard(self)
+        if self.client is not None and held is not None:
+            self._take_over(held, transport)
+            return
         config = server.config
         peer = transport.get_extra_info("peername")
         # Admission as in Redis's acceptCommonHandler / clientAcceptHandler: a refused
@@ -112,6 +122,14 @@ class Connection(asyncio.Protocol):
         self.reader.unauthenticated = not client.authenticated
         if server.log.level <= 1:  # verbose
             server.log.verbose(f"Accepted {client.addr}")
+
+    def _take_over(self, held: Any, transport: asyncio.BaseTransport) -> None:
+        """The event loop's transport replaces the stand-in of a connection accepted while a
+        script was busy (server/scripting/busy.py): what it could not write yet goes first."""
+        if held.unsent:
+            transport.write(bytes(held.unsent))  # type: ignore[attr-defined]
+        if not held.reading:
+            transport.pause_reading()  # type: ignore[attr-defined]
 
     def data_received(self, data: bytes) -> None:
         client = self.client

@@ -18,7 +18,14 @@ from protocol.encoder import BULK_HEADERS, CRLF, N_BULK_HEADERS, ErrorReply, Raw
 from server import command_stats
 from server.blocking import POSTPONE, BlockRequest
 from server.client import REPLY_MUTED
-from server.errors import OOM_TEXT, CommandError, unknown_command, unknown_subcommand, wrong_arity
+from server.errors import (
+    BUSY_TEXT,
+    OOM_TEXT,
+    CommandError,
+    unknown_command,
+    unknown_subcommand,
+    wrong_arity,
+)
 
 if TYPE_CHECKING:
     from server.app import Server
@@ -74,9 +81,11 @@ class CommandSpec:
     # A readonly command (not Pub/Sub's): a tracking client's read of its keys is remembered
     # for client-side caching (server/tracking.py).
     tracks_reads: bool = False
+    allow_busy: bool = False  # runs while a script is busy (CMD_ALLOW_BUSY)
 
     def __post_init__(self) -> None:
         self.may_refuse = self.is_write or self.denyoom
+        self.allow_busy = "allow-busy" in self.flags
         # (EVAL_RO's keys are tracked by the script's reads: server/commands/script_cmds.py)
         self.tracks_reads = ("readonly" in self.flags and "pubsub" not in self.flags
                              and self.name not in ("eval_ro", "evalsha_ro"))
@@ -332,7 +341,7 @@ def _checked(client: Client, argv: list[bytes]) -> Any:
     name = argv[0]
     pause = server.pause
     if (not spec.subcommands and spec.parent is None and len(_BY_SENT_NAME) < _BY_SENT_NAME_MAX
-            and pause.mode is None):
+            and pause.mode is None and not server.script_busy):
         _BY_SENT_NAME[name] = spec
     if not client.authenticated and name.lower() not in _NO_AUTH:
         spec.rejected_calls += 1
@@ -352,6 +361,11 @@ def _checked(client: Client, argv: list[bytes]) -> Any:
             "PING / QUIT / RESET are allowed in this context")
         spec.rejected_calls += 1
         return _reject(client, argv, refusal)
+    # A script is busy (server/scripting/busy.py): only the allow-busy commands run.
+    # (Redis makes the OOM and MISCONF checks first.)
+    if server.script_busy and not spec.allow_busy:
+        spec.rejected_calls += 1
+        return _reject(client, argv, server.refuse_reason(client, spec) or BUSY_TEXT)
     # EXEC carries its queued commands' flags into the OOM and MISCONF checks: a refusal
     # discards the whole transaction before any of it runs.
     if (client.multi is not None and spec.name == "exec"

@@ -73,3 +73,6 @@ def unknown_command(argv: list[bytes]) -> CommandError:
 
 
 OOM_TEXT = "OOM command not allowed when used memory > 'maxmemory'."
+# The other clients' error while a script runs past busy-reply-threshold.
+BUSY_TEXT = ("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN "
+             "NOSAVE.")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from lupa.lua51 import lua_type
 
 from protocol.encoder import ErrorReply
+from server import dispatch
 from server.errors import OOM_TEXT, CommandError
 from server.scripting import busy, convert, lua_libs
 from server.scripting.lua_env import LuaEnv
@@ -50,7 +51,9 @@ class RunState:
     wrote: bool = False  # a write command ran (SCRIPT_WRITE_DIRTY)
     read: bool = False  # a read-only command ran: a tracking caller tracks the script's keys
     started: float = 0.0  # time.monotonic() at the start
-    busy: bool = False  # past busy-reply-threshold: the other clients are answered BUSY
+    # Past busy-reply-threshold: the other clients are served (BUSY) meanwhile.
+    busy: busy.BusyPeriod | None = None
+    kill_requested: bool = False  # SCRIPT KILL asked for the script's end
     allow_oom: bool = False
 
 
@@ -62,7 +65,6 @@ class ScriptEngine:
         self._client: Client | None = None
         self.running: RunState | None = None
         self.last_run_read = False  # the last script ran a read-only command
-        self.arrivals = busy.Arrivals()  # connections accepted while a script was busy
 
     # -- the interpreter ------------------------------------------------------------------------
     @property
@@ -144,8 +146,9 @@ class ScriptEngine:
         finally:
             self.running = None
             self.last_run_read = state.read
-            if state.busy:
-                self.arrivals.hand_over(server)
+            if state.busy is not None:
+                server.script_busy = False
+                state.busy.end()
             for hook in hooks:
                 getattr(hook, "end_transaction", lambda: None)()
             client.user = server.acl.users.default
@@ -306,26 +309,35 @@ class ScriptEngine:
             message if message.startswith(b"-") else b"-" + message)})
 
     def _busy_check(self) -> bool:
-        """The instruction hook's call: past busy-reply-threshold, answer the other clients
-        (server/scripting/busy.py); True when SCRIPT KILL asked for the script's end."""
+        """The instruction hook's call: past busy-reply-threshold, serve the other clients
+        (server/scripting/busy.py); True once SCRIPT KILL asked for the script's end."""
         state = self.running
-        threshold = self.server.config["busy-reply-threshold"]
-        if state is None or not threshold:
+        if state is None:
             return False
-        elapsed_ms = (time.monotonic() - state.started) * 1000
-        if elapsed_ms < threshold:
-            return False
-        if not state.busy:
-            state.busy = True
+        if state.busy is None:
+            threshold = self.server.config["busy-reply-threshold"]
+            elapsed_ms = (time.monotonic() - state.started) * 1000
+            if not threshold or elapsed_ms < threshold:
+                return False
             self.server.log.warning(
                 f"Slow script detected: still in execution after {int(elapsed_ms)} "
                 "milliseconds. You can try killing the script using the SCRIPT KILL command. "
                 f"Script name is: {state.script.sha}.")
-        killed = busy.serve_other_clients(self.server, state.caller, state.wrote,
-                                          self.arrivals)
-        if killed:
-            self.server.log.warning("Lua script killed by user with SCRIPT KILL.")
-        return killed
+            state.busy = busy.BusyPeriod(self.server, state.caller)
+            self.server.script_busy = True
+            dispatch.clear_fast_lookup()  # (every command takes the checked path meanwhile)
+        state.busy.serve()
+        return state.kill_requested
+
+    def kill(self) -> None:
+        """SCRIPT KILL, from another client while a script is busy."""
+        state = self.running
+        if state is None or state.busy is None:
+            raise CommandError("NOTBUSY No scripts in execution right now.")
+        if state.wrote:
+            raise CommandError(busy.UNKILLABLE_TEXT)
+        state.kill_requested = True
+        self.server.log.warning("Lua script killed by user with SCRIPT KILL.")
 
     def _raise(self, text: str) -> None:
         raise RaisedError(self._err(text))

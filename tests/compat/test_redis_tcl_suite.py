@@ -40,11 +40,11 @@ UNITS: dict[str, tuple[int, set[str]]] = {
         "Blocking XREADGROUP: flushed DB",
         "Consumer without PEL is present in AOF after AOFRW",
     }),
-    # Replication and scripting are not implemented. "exec with write commands and state change"
+    # Replication is not implemented. "exec with write commands and state change"
     # (now that INCR exists) stops at CONFIG SET min-replicas-to-write with the shared client
     # inside MULTI, so the next three tests fail with "MULTI calls can not be nested" until
     # "MULTI propagation of PUBLISH" skips at an unknown command (the harness DISCARDs then).
-    "multi": (35, {
+    "multi": (39, {
         "MULTI / EXEC is not propagated (single write command)",
         f"{_REPLICATION} (multiple commands)",
         f"{_REPLICATION} (multiple commands with SELECT)",
@@ -52,10 +52,6 @@ UNITS: dict[str, tuple[int, set[str]]] = {
         f"{_REPLICATION} (read-only commands)",
         f"{_REPLICATION} (write command, no effect)",
         "MULTI / EXEC with REPLICAOF",
-        "MULTI and script timeout",
-        "EXEC and script timeout",
-        "MULTI-EXEC body and script timeout",
-        "just EXEC and script timeout",
         "exec with write commands and state change",
         "exec with read commands and stale replica state change",
         "EXEC with only read commands should not be rejected when OOM",
@@ -117,9 +113,9 @@ UNITS: dict[str, tuple[int, set[str]]] = {
     # list, set and sorted-set commands (BLPOP ... SPOP, RPUSH, LPUSH), cmsgpack, the
     # replication stream, CLUSTER, 8,000 arguments through unpack (lupa's call limit), ACL
     # checks of HSET, globals and libraries that Redis makes read-only tables (here a trick
-    # works until the script ends, then they are put back), SCRIPT KILL of a running script
-    # (a script runs to its end) and DEBUG SET-DISABLE-DENY-SCRIPTS, replicas.
-    "scripting": (75, {
+    # works until the script ends, then they are put back), DEBUG SET-DISABLE-DENY-SCRIPTS,
+    # replicas.
+    "scripting": (79, {
         "EVAL - Scripts can't run blpop command",
         "EVAL - Scripts can't run brpop command",
         "EVAL - Scripts can't run brpoplpush command",
@@ -147,10 +143,6 @@ UNITS: dict[str, tuple[int, set[str]]] = {
         "Try trick readonly table on json table",
         "Try trick readonly table on cmsgpack table",
         "Try trick readonly table on bit table",
-        "Timedout read-only scripts can be killed by SCRIPT KILL",
-        "Timedout read-only scripts can be killed by SCRIPT KILL even when use pcall",
-        "Timedout script does not cause a false dead client",
-        "Timedout script link is still usable after Lua returns",
         "n subcommand or wrong number of arguments for 'set-disable-deny-scripts'. "
         "Try DEBUG HELP.",
         "not enough good replicas",
