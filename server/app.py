@@ -81,8 +81,9 @@ class Server:
         self.pause = ClientPause(self)
         self.loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
         self.pending_writes: list[Client] = []
-        # A script runs past busy-reply-threshold: the others get BUSY (server/scripting/busy.py)
-        self.script_busy = False
+        # A script runs past busy-reply-threshold: the BUSY error the others get meanwhile
+        # (server/scripting/busy.py); "" otherwise.
+        self.script_busy = ""
         self.connecting: set[Any] = set()  # Connections accepted, not made yet
         self._before_sleep_scheduled = False
         self.propagate_hooks: list[PropagateHook] = []

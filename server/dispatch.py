@@ -19,7 +19,6 @@ from server import command_stats
 from server.blocking import POSTPONE, BlockRequest
 from server.client import REPLY_MUTED
 from server.errors import (
-    BUSY_TEXT,
     OOM_TEXT,
     CommandError,
     unknown_command,
@@ -365,7 +364,7 @@ def _checked(client: Client, argv: list[bytes]) -> Any:
     # (Redis makes the OOM and MISCONF checks first.)
     if server.script_busy and not spec.allow_busy:
         spec.rejected_calls += 1
-        return _reject(client, argv, server.refuse_reason(client, spec) or BUSY_TEXT)
+        return _reject(client, argv, server.refuse_reason(client, spec) or server.script_busy)
     # EXEC carries its queued commands' flags into the OOM and MISCONF checks: a refusal
     # discards the whole transaction before any of it runs.
     if (client.multi is not None and spec.name == "exec"

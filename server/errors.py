@@ -76,3 +76,5 @@ OOM_TEXT = "OOM command not allowed when used memory > 'maxmemory'."
 # The other clients' error while a script runs past busy-reply-threshold.
 BUSY_TEXT = ("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN "
              "NOSAVE.")
+BUSY_FUNCTION_TEXT = ("BUSY Redis is busy running a script. You can only call FUNCTION KILL or "
+                      "SHUTDOWN NOSAVE.")

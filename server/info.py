@@ -198,20 +198,27 @@ def _stats(s: Server) -> Fields:
 
 
 def _scripts_memory(s: Server) -> Fields:
-    """The Lua interpreter's memory and the script cache (Redis 7's fields; functions are
-    not implemented: none, and no memory)."""
+    """The Lua interpreters' memory (EVAL's and the functions'), the script cache and the
+    function libraries (Redis 7's fields)."""
     scripts = getattr(s, "scripts", None)
     lua = scripts.lua_memory() if scripts is not None else 0
     cached = scripts.cache_memory() if scripts is not None else 0
     count = len(scripts.scripts) if scripts is not None else 0
+    registry = getattr(s, "functions", None)
+    vm_functions = registry.memory() if registry is not None else 0
+    libraries = registry.payloads() if registry is not None else []
+    functions_memory = sum(len(code) for code in libraries)
+    total = lua + vm_functions
     return [
         ("used_memory_lua", lua), ("used_memory_vm_eval", lua),
         ("used_memory_lua_human", human_bytes(lua)), ("used_memory_scripts_eval", cached),
-        ("number_of_cached_scripts", count), ("number_of_functions", 0),
-        ("number_of_libraries", 0), ("used_memory_vm_functions", 0),
-        ("used_memory_vm_total", lua), ("used_memory_vm_total_human", human_bytes(lua)),
-        ("used_memory_functions", 0), ("used_memory_scripts", cached),
-        ("used_memory_scripts_human", human_bytes(cached)),
+        ("number_of_cached_scripts", count),
+        ("number_of_functions", len(registry.functions) if registry is not None else 0),
+        ("number_of_libraries", len(libraries)), ("used_memory_vm_functions", vm_functions),
+        ("used_memory_vm_total", total), ("used_memory_vm_total_human", human_bytes(total)),
+        ("used_memory_functions", functions_memory),
+        ("used_memory_scripts", cached + functions_memory),
+        ("used_memory_scripts_human", human_bytes(cached + functions_memory)),
     ]
 
 

@@ -5,6 +5,7 @@ from server.commands import (  # noqa: F401
     client_cmds,
     conn,
     dump_cmds,
+    function_cmds,
     group_cmds,
     keys,
     latency_cmds,

@@ -10,7 +10,7 @@ from server.commands.help import help_reply
 from server.dispatch import command, container, find
 from server.errors import CommandError
 from server.parsing import eq, parse_int
-from server.scripting.engine import ScriptEngine
+from server.scripting.engine import ScriptEngine, engine_of
 
 _CAT = "@slow @scripting"
 _EVAL_FLAGS = "noscript stale skip-monitor no-mandatory-keys movablekeys"
@@ -18,11 +18,7 @@ NOSCRIPT = "NOSCRIPT No matching script. Please use EVAL."
 
 
 def engine(client: Client) -> ScriptEngine:
-    server = client.server
-    scripts = getattr(server, "scripts", None)
-    if scripts is None:
-        scripts = server.scripts = ScriptEngine(server)
-    return scripts
+    return engine_of(client.server)
 
 
 def _eval(client: Client, argv: list[bytes], by_sha: bool, read_only: bool) -> Any:
@@ -112,7 +108,7 @@ def script_flush(client: Client, argv: list[bytes]) -> object:
          summary="Terminates a server-side Lua script during execution.")
 def script_kill(client: Client, argv: list[bytes]) -> object:
     # (Only ever read from another client while a script is busy: server/scripting/busy.py.)
-    engine(client).kill()
+    engine(client).kill(eval_mode=True)
     return OK
 
 

@@ -19,7 +19,7 @@ from server.commands.stream_args import parse_block_timeout
 from server.config import ConfigError
 from server.config_rewrite import rewrite_config_file
 from server.dispatch import all_specs, command, container
-from server.errors import BUSY_TEXT, SYNTAX, CommandError
+from server.errors import SYNTAX, CommandError
 from server.info import render_info
 from server.parsing import parse_int
 from server.persistence.aof_wait import AOF_OFF_TEXT
@@ -306,7 +306,7 @@ def shutdown(client: Client, argv: list[bytes]) -> object:
         raise CommandError("ERR Command not allowed inside a transaction")
     if client.server.script_busy:  # (server/scripting/busy.py)
         if not nosave:
-            raise CommandError(BUSY_TEXT)
+            raise CommandError(client.server.script_busy)
         client.server.shutdown_during_script()
     client.server.request_shutdown(nosave)
     # Like Redis, a successful SHUTDOWN answers nothing: the connection just closes.

@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from server.persistence.fork import Child, spawn
+from server.scripting.functions import libraries_of
 
 if TYPE_CHECKING:
     from server.persistence.manager import Persistence
@@ -153,12 +154,13 @@ class BackgroundJobs:
             files.ensure_dir()
         use_snapshot = self.config["aof-use-rdb-preamble"]
         dbs = self.server.dbs
+        libraries = libraries_of(self.server)
         per_key = self._key_delay()
         aof_dir = files.dir
 
         def work() -> None:
             write_base_file(os.path.join(aof_dir, f"temp-rewriteaof-bg-{os.getpid()}.aof"),
-                            dbs, use_snapshot, per_key)
+                            dbs, use_snapshot, per_key, libraries)
 
         try:
             self.child = spawn("aof", work, self._rewrite_done, self.server.loop,
@@ -242,11 +244,13 @@ class BackgroundJobs:
         self.bgsave_scheduled = False
         path = os.path.abspath(self.config["dbfilename"])
         dbs = self.server.dbs
+        libraries = libraries_of(self.server)
         per_key = self._key_delay()
         self.dirty_before_bgsave = self.server.dirty
         self.last_bgsave_try = time.monotonic()
         try:
-            self.child = spawn("rdb", lambda: save_file(path, dbs, per_key=per_key),
+            self.child = spawn("rdb", lambda: save_file(path, dbs, per_key=per_key,
+                                                       libraries=libraries),
                                self._bgsave_done, self.server.loop, self._listen_fds())
             self.server.stats.note_fork(self.child.fork_usec, self.server.latency)
         except OSError as exc:
@@ -289,7 +293,8 @@ class BackgroundJobs:
 
         if self.child is not None and self.child.kind == "rdb":
             raise PersistenceError("ERR Background save already in progress")
-        save_file(os.path.abspath(self.config["dbfilename"]), self.server.dbs)
+        save_file(os.path.abspath(self.config["dbfilename"]), self.server.dbs,
+                  libraries=libraries_of(self.server))
         self.lastsave = int(time.time())
         self.server.dirty = 0
         self.p.last_bgsave_ok = True

@@ -359,3 +359,30 @@ def _read_group(r: _Reader, s: Stream, kind: int) -> None:
             group.add_pending(s, key_to_id(key), consumer, delivery_time, delivery_count)
     if len(owned) != len(pending):
         raise PayloadError("pending entry without a consumer")
+
+
+# -- FUNCTION DUMP / RESTORE ---------------------------------------------------------------------
+OPCODE_FUNCTION2 = 245  # RDB_OPCODE_FUNCTION2: one library's code follows
+
+
+def dump_functions(codes: list[bytes]) -> bytes:
+    """FUNCTION DUMP's payload: each library's code after its opcode, then the footer."""
+    out = bytearray()
+    for code in codes:
+        out.append(OPCODE_FUNCTION2)
+        _string(out, code)
+    out += _U16.pack(RDB_VERSION)
+    out += _U64.pack(crc64(out))
+    return bytes(out)
+
+
+def restore_functions(payload: bytes) -> list[bytes]:
+    """The libraries' code in a verified FUNCTION DUMP payload; PayloadError (with Redis's
+    text) for anything else."""
+    r = _Reader(payload, len(payload) - 10)
+    codes = []
+    while r.pos < r.end:
+        if r.byte() != OPCODE_FUNCTION2:
+            raise PayloadError("given type is not a function")
+        codes.append(r.string())
+    return codes

@@ -8,7 +8,7 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from protocol.encoder import OK
 from server.errors import SYNTAX, CommandError
@@ -16,6 +16,8 @@ from server.persistence.aof_load import AofLoadError, replay_file
 from server.persistence.manifest import BASE, Manifest, ManifestError
 from server.persistence.snapshot import SnapshotError, is_snapshot, load_file, parse_snapshot
 from server.persistence_errors import StartupError
+from server.scripting import functions
+from server.scripting.functions import libraries_of
 from storage.keyspace import Database
 
 if TYPE_CHECKING:
@@ -89,7 +91,8 @@ class Loader:
         files = p.files
         files.ensure_dir()
         temp = files.path(f"temp-rewriteaof-{os.getpid()}.aof")
-        write_base_file(temp, p.server.dbs, p.config["aof-use-rdb-preamble"])
+        write_base_file(temp, p.server.dbs, p.config["aof-use-rdb-preamble"],
+                        libraries=libraries_of(p.server))
         base, _ = files.install_base(temp)
         p.log.notice(f"Creating AOF base file {base.name} on server start")
 
@@ -138,6 +141,7 @@ class Loader:
                         raise SnapshotError(f"Error loading the AOF base {f.name}: {exc}") \
                             from None
                     _install(server.dbs, result.dbs)
+                    install_functions(server, result.libraries)
                     continue
                 res = replay_file(server, path, f.name, last, p.config["aof-load-truncated"])
                 commands += res.commands
@@ -145,26 +149,41 @@ class Loader:
                     p.log.warning(f"{res.failed} command(s) of {f.name} failed on replay")
         return commands
 
-    def load_snapshot(self, path: str) -> None:
+    def load_snapshot(self, path: str, flush: bool = True, merge: bool = False) -> None:
+        """Load a snapshot in place of the data (or with `flush` False over it: a key or a
+        library already there is an error, unless `merge` lets the file's replace it)."""
         p = self.p
         dbs = p.server.dbs
         with self._loading():
             result = load_file(path, len(dbs), access=p.server.access)
-            _install(dbs, result.dbs)
+            if flush:
+                _install(dbs, result.dbs)
+                install_functions(p.server, result.libraries)
+            else:
+                _merge(dbs, result.dbs, merge)
+                merge_functions(p.server, result.libraries, merge)
         p.keys_loaded = result.keys_loaded
         p.keys_expired = result.keys_expired
 
     # -- DEBUG --------------------------------------------------------------------------------
     def debug_reload(self, client: Client, argv: list[bytes]) -> object:
-        """DEBUG RELOAD [NOSAVE]: save the snapshot, empty the data, load it back."""
+        """DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: save the snapshot, empty the data (not
+        with NOFLUSH), load it back (MERGE: what is there already is replaced)."""
         from server.persistence.manager import PersistenceError
 
-        save = True
+        save = flush = True
+        merge = False
         for opt in argv[2:]:
-            if opt.lower() == b"nosave":
+            low = opt.lower()
+            if low == b"nosave":
                 save = False
+            elif low == b"noflush":
+                flush = False
+            elif low == b"merge":
+                merge = True
             else:
-                raise CommandError(SYNTAX)
+                raise CommandError("ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and "
+                                   "NOSAVE options.")
         p = self.p
         path = p.config["dbfilename"]
         if save:
@@ -174,7 +193,7 @@ class Loader:
                 p.log.warning(f"DEBUG RELOAD: error saving the snapshot: {exc}")
                 raise CommandError("ERR") from None
         try:
-            self.load_snapshot(path)
+            self.load_snapshot(path, flush, merge)
         except (SnapshotError, OSError) as exc:
             p.log.warning(f"DEBUG RELOAD: error loading {path}: {exc}")
             raise CommandError("ERR Error trying to load the RDB dump, check server logs.") \
@@ -199,6 +218,42 @@ class Loader:
         p.server.dirty = 0
         p.log.warning("Append Only File loaded by DEBUG LOADAOF")
         return OK
+
+
+def install_functions(server: Any, libraries: list[bytes]) -> None:
+    """The function libraries a snapshot held (a library that no longer loads is an error
+    in the file, as for a bad record)."""
+    try:
+        functions.install(server, libraries)
+    except CommandError as exc:
+        raise SnapshotError(f"a function library failed to load: {exc.message}") from None
+
+
+def merge_functions(server: Any, libraries: list[bytes], replace: bool) -> None:
+    """The snapshot's libraries added to those loaded (DEBUG RELOAD NOFLUSH [MERGE])."""
+    registry = functions.registry_of(server)
+    for code in libraries:
+        try:
+            registry.load(code, replace=replace, timeout=False)
+        except CommandError as exc:
+            raise SnapshotError(f"a function library failed to load: {exc.message}") from None
+
+
+def _merge(live: list[Database], loaded: list[Database], replace: bool) -> None:
+    """The snapshot's keys added to the data: a key there already is an error, unless
+    `replace` (checked for every key before any is added)."""
+    if not replace:
+        for db, new in zip(live, loaded, strict=True):
+            for key in new.data:
+                if key in db.data:
+                    raise SnapshotError(f"duplicate key '{key.decode(errors='replace')}'")
+    for db, new in zip(live, loaded, strict=True):
+        for key, value in new.data.items():
+            db.data[key] = value
+            if key in new.expires:
+                db.expires[key] = new.expires[key]
+            else:
+                db.expires.pop(key, None)
 
 
 def _install(live: list[Database], loaded: list[Database]) -> None:

@@ -90,10 +90,14 @@ def state_commands(dbs: Iterable[Database], per_key: PerKey = None) -> Iterator[
                 per_key()
 
 
-def write_commands(out: BinaryIO, dbs: Iterable[Database], per_key: PerKey = None) -> int:
-    """Write the rewrite of dbs to out; returns the bytes written. per_key (if given) runs
-    after each key: rdb-key-save-delay, for tests that need a slow rewrite."""
+def write_commands(out: BinaryIO, dbs: Iterable[Database], per_key: PerKey = None,
+                   libraries: Iterable[bytes] = ()) -> int:
+    """Write the rewrite of dbs to out, after a FUNCTION LOAD per function library (as
+    Redis's rewriteFunctions); returns the bytes written. per_key (if given) runs after each
+    key: rdb-key-save-delay, for tests that need a slow rewrite."""
     buf = bytearray()
+    for code in libraries:
+        buf += encode_command([b"FUNCTION", b"LOAD", code])
     total = 0
     for argv in state_commands(dbs, per_key):
         buf += encode_command(argv)
@@ -106,16 +110,16 @@ def write_commands(out: BinaryIO, dbs: Iterable[Database], per_key: PerKey = Non
 
 
 def write_base_file(path: str, dbs: Iterable[Database], use_snapshot: bool = False,
-                    per_key: PerKey = None) -> int:
+                    per_key: PerKey = None, libraries: Iterable[bytes] = ()) -> int:
     """Write a base file at path (commands, or the snapshot format) and fsync it; the caller
     renames it into place. Returns its size."""
     with open(path, "wb", buffering=1 << 16) as fh:
         if use_snapshot:
             from server.persistence.snapshot import write_snapshot
 
-            write_snapshot(fh, dbs, per_key=per_key)
+            write_snapshot(fh, dbs, per_key=per_key, libraries=libraries)
         else:
-            write_commands(fh, dbs, per_key)
+            write_commands(fh, dbs, per_key, libraries)
         fh.flush()
         os.fsync(fh.fileno())
         return fh.tell()

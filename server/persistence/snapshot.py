@@ -24,7 +24,7 @@ from storage.stream import Stream, StreamCorruption
 from storage.stream_id import StreamID, id_to_key, key_to_id
 
 MAGIC = b"XSNAP"
-VERSION = 2  # 2: IDLE and FREQ records (files of version 1 load as they are)
+VERSION = 3  # 2: IDLE and FREQ records; 3: FUNCTION records (older files load as they are)
 HEADER = MAGIC + b"%03d" % VERSION  # b"XSNAP002"
 
 OP_STRING = 0x00
@@ -32,6 +32,7 @@ OP_IDLE = 0xF8  # as RDB_OPCODE_IDLE / FREQ: the next key's access time or frequ
 OP_FREQ = 0xF9
 OP_STREAM = 0x15
 OP_AUX = 0xFA
+OP_FUNCTION = 0xF5  # as RDB_OPCODE_FUNCTION2: a function library's code
 OP_RESIZEDB = 0xFB
 OP_EXPIRETIME_MS = 0xFC
 OP_SELECTDB = 0xFE
@@ -104,9 +105,10 @@ class SnapshotWriter:
 
 
 def write_snapshot(out: BinaryIO, dbs: Iterable[Database], now_ms: int | None = None,
-                   per_key: Callable[[], None] | None = None) -> int:
-    """Write every database to out; returns the number of keys written. per_key (if given)
-    runs after each key (rdb-key-save-delay)."""
+                   per_key: Callable[[], None] | None = None,
+                   libraries: Iterable[bytes] = ()) -> int:
+    """Write the function libraries' code and every database to out; returns the number of
+    keys written. per_key (if given) runs after each key (rdb-key-save-delay)."""
     w = SnapshotWriter(out)
     w.raw(HEADER)
     now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
@@ -114,6 +116,9 @@ def write_snapshot(out: BinaryIO, dbs: Iterable[Database], now_ms: int | None = 
         w.byte(OP_AUX)
         w.string(key)
         w.string(value)
+    for code in libraries:
+        w.byte(OP_FUNCTION)
+        w.string(code)
     keys = 0
     for db in dbs:
         if not db.data:
@@ -172,14 +177,15 @@ def write_stream(w: SnapshotWriter, s: Stream) -> None:
 
 
 def save_file(path: str, dbs: Iterable[Database], fsync: bool = True,
-              per_key: Callable[[], None] | None = None) -> int:
+              per_key: Callable[[], None] | None = None,
+              libraries: Iterable[bytes] = ()) -> int:
     """Write a snapshot to path atomically (temp file, fsync, rename, fsync of the directory).
     Returns the number of keys; raises OSError (the temp file is removed)."""
     directory = os.path.dirname(path)
     tmp = os.path.join(directory, f"temp-{os.getpid()}.xsnap")
     try:
         with open(tmp, "wb", buffering=1 << 16) as fh:
-            keys = write_snapshot(fh, dbs, per_key=per_key)
+            keys = write_snapshot(fh, dbs, per_key=per_key, libraries=libraries)
             fh.flush()
             if fsync:
                 os.fsync(fh.fileno())
@@ -245,13 +251,14 @@ class SnapshotReader:
 
 
 class LoadResult:
-    __slots__ = ("dbs", "keys_loaded", "keys_expired", "aux")
+    __slots__ = ("dbs", "keys_loaded", "keys_expired", "aux", "libraries")
 
     def __init__(self, dbs: list[Database]) -> None:
         self.dbs = dbs
         self.keys_loaded = 0
         self.keys_expired = 0
         self.aux: dict[bytes, bytes] = {}
+        self.libraries: list[bytes] = []  # the function libraries' code
 
 
 def parse_snapshot(data: bytes | memoryview, ndbs: int, now_ms: int | None = None,
@@ -284,6 +291,8 @@ def parse_snapshot(data: bytes | memoryview, ndbs: int, now_ms: int | None = Non
         if op == OP_AUX:
             key = r.string()
             result.aux[key] = r.string()
+        elif op == OP_FUNCTION:
+            result.libraries.append(r.string())
         elif op == OP_SELECTDB:
             index = r.varint()
             if index >= ndbs:

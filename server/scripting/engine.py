@@ -19,7 +19,7 @@ from lupa.lua51 import lua_type
 
 from protocol.encoder import ErrorReply
 from server import dispatch
-from server.errors import OOM_TEXT, CommandError
+from server.errors import BUSY_FUNCTION_TEXT, BUSY_TEXT, OOM_TEXT, CommandError
 from server.scripting import busy, convert, lua_libs
 from server.scripting.lua_env import LuaEnv
 
@@ -53,6 +53,8 @@ class RunState:
     started: float = 0.0  # time.monotonic() at the start
     # Past busy-reply-threshold: the other clients are served (BUSY) meanwhile.
     busy: busy.BusyPeriod | None = None
+    env: LuaEnv | None = None  # a function's interpreter (functions.py); None for EVAL's
+    command: list[bytes] | None = None  # the caller's command (FUNCTION STATS)
     kill_requested: bool = False  # SCRIPT KILL asked for the script's end
     allow_oom: bool = False
 
@@ -69,23 +71,38 @@ class ScriptEngine:
     # -- the interpreter ------------------------------------------------------------------------
     @property
     def env(self) -> LuaEnv:
+        """The running script's interpreter: EVAL's, or the functions' during FCALL."""
+        state = self.running
+        if state is not None and state.env is not None:
+            return state.env
+        return self.eval_env
+
+    @property
+    def eval_env(self) -> LuaEnv:
         if self._env is None:
-            self._env = LuaEnv({
-                "call": self._call_raising,
-                "pcall": self._pcall,
-                "unwrap": _unwrap,
-                "busy_check": self._busy_check,
-                "acl_check": self._acl_check,
-                "error_table": self._error_table,
-                "sha1hex": self._sha1hex,
-                "log": self._log,
-                "setresp": self._setresp,
-                "set_repl": self._set_repl,
-                "version": self._version,
-                "json_encode": self._json_encode,
-                "json_decode": self._json_decode,
-            })
+            self._env = self.new_env({})
         return self._env
+
+    def new_env(self, extra: dict[str, Any]) -> LuaEnv:
+        """An interpreter with the scripts' API (and `extra` host functions)."""
+        return LuaEnv({
+            "call": self._call_raising,
+            "pcall": self._pcall,
+            "unwrap": _unwrap,
+            "busy_check": self._busy_check,
+            "acl_check": self._acl_check,
+            "error_table": self._error_table,
+            "sha1hex": self._sha1hex,
+            "log": self._log,
+            "setresp": self._setresp,
+            "set_repl": self._set_repl,
+            "version": self._version,
+            "json_encode": self._json_encode,
+            "json_decode": self._json_decode,
+            "register_function": _not_loading,
+            "load_timed_out": lambda: False,
+            **extra,
+        })
 
     def flush(self) -> None:
         """SCRIPT FLUSH: the cache, and the interpreter with any state scripts left in it."""
@@ -110,7 +127,7 @@ class ScriptEngine:
         if script is not None:
             return script
         flags, skip = _shebang(body)
-        function, error = self.env.compile(body[skip:] if skip else body)
+        function, error = self.eval_env.compile(body[skip:] if skip else body)
         if function is None:
             raise CommandError("ERR Error compiling script (new function): "
                                + _bytes(error).decode(errors="replace"))
@@ -123,7 +140,10 @@ class ScriptEngine:
 
     # -- running --------------------------------------------------------------------------------
     def run(self, caller: Client, script: Script, keys: list[bytes], args: list[bytes],
-            read_only_command: bool) -> Any:
+            read_only_command: bool, function_env: LuaEnv | None = None,
+            command: list[bytes] | None = None) -> Any:
+        """Run a script (or with `function_env`, a function registered in that interpreter:
+        functions.py), `command` being what the caller sent."""
         server = self.server
         flags = script.flags
         out_of_memory = bool(server.maxmemory) and server.out_of_memory()
@@ -135,6 +155,8 @@ class ScriptEngine:
                          read_only_command or (flags is not None and NO_WRITES in flags),
                          out_of_memory,
                          allow_oom=flags is not None and bool({ALLOW_OOM, NO_WRITES} & flags))
+        state.env = function_env
+        state.command = command
         client = self._script_client(caller)
         state.started = time.monotonic()
         self.running = state
@@ -142,23 +164,26 @@ class ScriptEngine:
         try:
             for hook in hooks:
                 getattr(hook, "begin_transaction", lambda: None)()
-            ok, value = self.env.run(script.function, keys, args)
+            if function_env is None:
+                ok, value = self.eval_env.run(script.function, keys, args)
+            else:
+                ok, value = function_env.call_function(script.function, keys, args)
         finally:
             self.running = None
             self.last_run_read = state.read
             if state.busy is not None:
-                server.script_busy = False
+                server.script_busy = ""
                 state.busy.end()
             for hook in hooks:
                 getattr(hook, "end_transaction", lambda: None)()
             client.user = server.acl.users.default
+        env = function_env or self.eval_env
         if not ok:
-            value = value if lua_type(value) == "table" else self.env.table(
+            value = value if lua_type(value) == "table" else env.table(
                 {b"err": b"ERR " + _bytes(value)})
-            result: Any = convert.error_from_table(value, script.sha, self.env.rawget)
+            result: Any = convert.error_from_table(value, script.sha, env.rawget)
         else:
-            result = convert.lua_to_reply(self.env, value, state.resp, caller.protocol,
-                                          script.sha)
+            result = convert.lua_to_reply(env, value, state.resp, caller.protocol, script.sha)
         if isinstance(result, convert.ScriptError):
             if not result.counted:
                 server.stats.error_reply(result.text)
@@ -319,23 +344,27 @@ class ScriptEngine:
             elapsed_ms = (time.monotonic() - state.started) * 1000
             if not threshold or elapsed_ms < threshold:
                 return False
+            kill = "SCRIPT KILL" if state.env is None else "FUNCTION KILL"
             self.server.log.warning(
                 f"Slow script detected: still in execution after {int(elapsed_ms)} "
-                "milliseconds. You can try killing the script using the SCRIPT KILL command. "
+                f"milliseconds. You can try killing the script using the {kill} command. "
                 f"Script name is: {state.script.sha}.")
             state.busy = busy.BusyPeriod(self.server, state.caller)
-            self.server.script_busy = True
+            self.server.script_busy = BUSY_TEXT if state.env is None else BUSY_FUNCTION_TEXT
             dispatch.clear_fast_lookup()  # (every command takes the checked path meanwhile)
         state.busy.serve()
         return state.kill_requested
 
-    def kill(self) -> None:
-        """SCRIPT KILL, from another client while a script is busy."""
+    def kill(self, eval_mode: bool) -> None:
+        """SCRIPT KILL (eval_mode) or FUNCTION KILL, from another client while a script is
+        busy (scriptKill)."""
         state = self.running
         if state is None or state.busy is None:
             raise CommandError("NOTBUSY No scripts in execution right now.")
         if state.wrote:
             raise CommandError(busy.UNKILLABLE_TEXT)
+        if eval_mode != (state.env is None):  # (each command kills its own kind only)
+            raise CommandError(self.server.script_busy)
         state.kill_requested = True
         self.server.log.warning("Lua script killed by user with SCRIPT KILL.")
 
@@ -427,6 +456,18 @@ class ScriptEngine:
             return self.env.table({key.encode("utf-8", errors="surrogateescape"):
                                    self._to_lua(item) for key, item in value.items()})
         return value
+
+
+def _not_loading(*args: Any) -> None:
+    raise LuaMessage("redis.register_function can only be called on FUNCTION LOAD command")
+
+
+def engine_of(server: Server) -> ScriptEngine:
+    """The server's script engine (made on first use)."""
+    scripts = getattr(server, "scripts", None)
+    if scripts is None:
+        scripts = server.scripts = ScriptEngine(server)  # type: ignore[attr-defined]
+    return scripts
 
 
 class LuaMessage(Exception):

@@ -193,6 +193,7 @@ _G.redis = redis
 -- Redis 8 keeps os.clock only, and (since its 2025 sandbox fixes) drops getfenv, setfenv and
 -- newproxy, with which a script could reach the real globals.
 local clock = os.clock
+local lua_setfenv = setfenv
 io, os, package, module, require, dofile, loadfile, print, python, debug =
   nil, {clock = clock}, nil, nil, nil, nil, nil, nil, nil, nil
 getfenv, setfenv, newproxy = nil, nil, nil
@@ -266,6 +267,52 @@ local function run(fn, keys, argv)
   return ok, result
 end
 
+-- FUNCTION LOAD: a library's code runs in an environment of its own, empty, whose names are
+-- looked up in `api`: while the code runs the load-time API (a `redis` table with
+-- register_function, log and the version), afterwards the globals; so the functions it
+-- registers see the globals when they run, as in Redis (whose function engine switches its
+-- globals' __index the same way).
+local function missing_global(_, name)
+  error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
+end
+local function readonly()
+  error("Attempt to modify a readonly table", 2)
+end
+local protected = {__index = missing_global, __newindex = readonly}
+local function load_library(chunk)
+  local load_redis = {register_function = host.register_function, log = redis.log,
+                      REDIS_VERSION = redis.REDIS_VERSION,
+                      REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM}
+  for _, level in ipairs({'LOG_DEBUG', 'LOG_VERBOSE', 'LOG_NOTICE', 'LOG_WARNING'}) do
+    load_redis[level] = redis[level]
+  end
+  local api = {redis = setmetatable(load_redis, protected)}
+  local env = setmetatable({}, {
+    __index = function(_, name)
+      local value = rawget(api, name)
+      if value == nil then
+        error("Script attempted to access nonexistent global variable '"
+              .. tostring(name) .. "'", 2)
+      end
+      return value
+    end,
+    __newindex = readonly,
+  })
+  lua_setfenv(chunk, env)
+  dbg.sethook(function()
+    if host.load_timed_out() then error('FUNCTION LOAD timeout') end
+  end, '', 100000)
+  local ok, err = xpcall(chunk, handler)
+  dbg.sethook()
+  api = _G
+  return ok, err
+end
+
+-- FCALL: a registered function gets its keys and arguments as its two arguments.
+local function call_function(callback, keys, args)
+  return run(function() return callback(keys, args) end, nil, nil)
+end
+
 -- Lock the globals, as Redis does once they are set up.
 -- (lupa looks `debug` up itself on every call from Python: it must find nil, not an error)
 globals_meta = {
@@ -282,7 +329,7 @@ for i = 1, #locked do saved[locked[i]] = snapshot(locked[i]) end
 string_meta_saved = snapshot(string_meta)
 saved[_G].KEYS, saved[_G].ARGV = nil, nil
 setmetatable(_G, globals_meta)
-return run
+return run, load_library, call_function
 """
 
 
@@ -314,7 +361,8 @@ class LuaEnv:
         })
         bits = self.runtime.table_from({name.encode(): fn
                                         for name, fn in lua_libs.BIT_FUNCTIONS.items()})
-        self._run = setup(host_table, bits, self.rand.next, self.rand.seed)
+        self._run, self._load_library, self._call_function = setup(
+            host_table, bits, self.rand.next, self.rand.seed)
         self._loadstring = self.runtime.eval(b"loadstring")
         self.rawget = self.runtime.eval(b"rawget")
         self._gc_count = self.runtime.eval(b"function() return collectgarbage('count') end")
@@ -340,6 +388,26 @@ class LuaEnv:
         if self._runs % 50 == 0:
             self._gc_step()
         if not isinstance(result, tuple):  # (the script returned nothing)
+            return result, None
+        return result[0], result[1]
+
+    def load_library(self, code: bytes) -> tuple[Any, Any]:
+        """Compile a library's code (chunk name @user_function) and run it with the load-time
+        API as its globals: (True, None), (False, the error table) or (None, the compile
+        error)."""
+        result = self._loadstring(code, b"@user_function")
+        if isinstance(result, tuple):
+            return None, result[1]
+        outcome = self._load_library(result)
+        return (outcome[0], outcome[1]) if isinstance(outcome, tuple) else (outcome, None)
+
+    def call_function(self, callback: Any, keys: list[bytes],
+                      args: list[bytes]) -> tuple[bool, Any]:
+        """Run a registered function: (True, its value) or (False, the error table)."""
+        self.rand.seed(random.getrandbits(32))
+        table_from = self.runtime.table_from
+        result = self._call_function(callback, table_from(keys), table_from(args))
+        if not isinstance(result, tuple):
             return result, None
         return result[0], result[1]
 

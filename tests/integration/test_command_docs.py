@@ -295,6 +295,7 @@ V7_RENAMES: dict[str, dict[tuple[str, str], str]] = {
     "flushall": {("async", "oneof"): "flush-type"},
     "flushdb": {("async", "oneof"): "flush-type"},
     "script|flush": {("async", "oneof"): "flush-type"},
+    "function|flush": {("async", "oneof"): "flush-type"},
     "config|set": {("parameter_value", "block"): "data"},
     "shutdown": {("nosave_save", "oneof"): "save-selector"},
     "xadd": {("id_or_auto", "oneof"): "id-selector", ("auto_id", "*"): "auto-id",

@@ -243,10 +243,23 @@ def test_access_times_and_counters_are_kept_under_lru_and_lfu_policies() -> None
     assert clock.decayed_counter(loaded[b"old"].lru) == 77
 
 
-def test_version_1_files_still_load() -> None:
+@pytest.mark.parametrize("version", [b"XSNAP001", b"XSNAP002"])
+def test_older_versions_still_load(version: bytes) -> None:
     db = Database(0)
     db.set(b"k", StringValue(b"v"))
     body = _dump([db])[:-4]
-    assert body.startswith(b"XSNAP002")
-    old = _recrc(b"XSNAP001" + body[8:])
+    assert body.startswith(b"XSNAP003")
+    old = _recrc(version + body[8:])
     assert parse_snapshot(old, 1, now_ms=NOW).dbs[0].data[b"k"].data == b"v"
+
+
+def test_function_libraries_round_trip() -> None:
+    """Version 3's FUNCTION records: each library's code, before the databases."""
+    db = Database(0)
+    db.set(b"k", StringValue(b"v"))
+    codes = [b"#!lua name=a\nredis.register_function('f', function() end)", b"#!lua name=b\n"]
+    out = io.BytesIO()
+    write_snapshot(out, [db], now_ms=NOW, libraries=codes)
+    result = parse_snapshot(out.getvalue(), 1, now_ms=NOW)
+    assert result.libraries == codes
+    assert result.dbs[0].data[b"k"].data == b"v"
