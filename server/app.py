@@ -85,6 +85,7 @@ class Server:
         # (server/scripting/busy.py); "" otherwise.
         self.script_busy = ""
         self.connecting: set[Any] = set()  # Connections accepted, not made yet
+        self.script_deny_disabled = False  # DEBUG SET-DISABLE-DENY-SCRIPTS
         self._before_sleep_scheduled = False
         self.propagate_hooks: list[PropagateHook] = []
         self.before_sleep_hooks: list[Callable[[], None]] = []

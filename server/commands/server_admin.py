@@ -9,7 +9,7 @@ import os
 import re
 import time
 
-from protocol.encoder import OK, SimpleString, Verbatim
+from protocol.encoder import OK, Push, Raw, SetReply, SimpleString, Verbatim, encode
 from server import command_stats
 from server.blocking import BlockRequest
 from server.client import Client
@@ -212,6 +212,45 @@ def _strtod(arg: bytes) -> float:
     return float(found.group()) if found else 0.0
 
 
+def _atoi(arg: bytes) -> int:
+    """C's atoi: the leading integer, 0 when there is none."""
+    found = re.match(rb"\s*[+-]?\d+", arg)
+    return int(found.group()) if found else 0
+
+
+_PROTOCOL_TYPES = ("string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|"
+                   "false")
+_BIGNUM = b"1234567999999999999999999999999999999"
+
+
+def _debug_protocol(client: Client, name: bytes) -> object:
+    """DEBUG PROTOCOL <type>: one reply of each RESP type, for testing clients (and scripts'
+    conversions). Written out for the client's protocol where the encoder has no type."""
+    resp3 = client.protocol >= 3
+    simple: dict[bytes, object] = {
+        b"string": b"Hello World", b"integer": 12345, b"double": 3.141, b"null": None,
+        b"array": [0, 1, 2], b"set": SetReply([0, 1, 2]), b"map": {0: False, 1: True, 2: False},
+        b"true": True, b"false": False, b"verbatim": Verbatim("This is a verbatim\nstring"),
+    }
+    if name in simple:
+        return simple[name]
+    if name == b"bignum":
+        return Raw(b"(" + _BIGNUM + b"\r\n") if resp3 else _BIGNUM
+    if name == b"attrib":
+        following = b"Some real reply following the attribute"
+        if not resp3:
+            return following
+        return Raw(b"|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n"
+                   + encode(following, 3))
+    if name == b"push":
+        if not resp3:
+            raise CommandError("ERR RESP2 is not supported by this command")
+        return Raw(encode(Push([b"server-cpu-usage", 42]), 3)
+                   + encode(b"Some real reply following the push reply", 3))
+    raise CommandError("ERR Wrong protocol type name. Please use one of the following: "
+                       + _PROTOCOL_TYPES)
+
+
 def _debug_allowed(client: Client) -> bool:
     mode = client.server.config["enable-debug-command"]
     if mode == "yes":
@@ -240,6 +279,12 @@ def debug(client: Client, argv: list[bytes]) -> object:
         for db in client.server.dbs:
             db.active_expire_enabled = enabled
         return OK
+    if sub == b"set-disable-deny-scripts" and len(argv) == 3:
+        # Scripts may call noscript commands (DEBUG PROTOCOL, CLIENT...): for tests.
+        client.server.script_deny_disabled = _atoi(argv[2]) != 0
+        return OK
+    if sub == b"protocol" and len(argv) == 3:
+        return _debug_protocol(client, argv[2].lower())
     if sub == b"digest" and len(argv) == 2:
         return SimpleString(dataset_digest(client.server.dbs))
     if sub == b"digest-value":
@@ -257,6 +302,10 @@ def debug(client: Client, argv: list[bytes]) -> object:
             "    Output a hex signature of the values of all the specified keys.",
             "OBJECT <key>",
             "    Show low level info about `key` and associated value.",
+            "PROTOCOL <type>",
+            "    Reply with a test value of the specified type. <type> can be: string,",
+            "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+            "    true, false.",
             "RELOAD",
             "    Save the dataset to disk, flush it and load it back.",
             "SET-ACTIVE-EXPIRE <0|1>",
@@ -272,7 +321,7 @@ def debug(client: Client, argv: list[bytes]) -> object:
 def _debug_object(client: Client, key: bytes) -> object:
     """DEBUG OBJECT: the value's address, its encoding, the length of its RDB serialization
     (DUMP's payload without the type byte, version and checksum) and its `lru` field."""
-    value = client.db.peek(key)
+    value = client.db.data.get(key)  # (as stored: an expired key not deleted yet too)
     if value is None:
         raise CommandError("ERR no such key")
     access = client.server.access

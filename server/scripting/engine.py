@@ -22,6 +22,7 @@ from server import dispatch
 from server.errors import BUSY_FUNCTION_TEXT, BUSY_TEXT, OOM_TEXT, CommandError
 from server.scripting import busy, convert, lua_libs
 from server.scripting.lua_env import LuaEnv
+from storage.keyspace import now_ms
 
 if TYPE_CHECKING:
     from server.app import Server
@@ -161,6 +162,11 @@ class ScriptEngine:
         state.started = time.monotonic()
         self.running = state
         hooks = list(server.propagate_hooks)
+        # The time stands still while a script runs (Redis 7+): keys do not expire midway.
+        clocks = [db.clock for db in server.dbs]
+        frozen = now_ms()
+        for db in server.dbs:
+            db.clock = lambda: frozen
         try:
             for hook in hooks:
                 getattr(hook, "begin_transaction", lambda: None)()
@@ -169,6 +175,8 @@ class ScriptEngine:
             else:
                 ok, value = function_env.call_function(script.function, keys, args)
         finally:
+            for db, clock in zip(server.dbs, clocks, strict=True):
+                db.clock = clock
             self.running = None
             self.last_run_read = state.read
             if state.busy is not None:
@@ -280,7 +288,7 @@ class ScriptEngine:
             return "ERR Unknown Redis command called from script", None
         if not spec.arity_ok(len(argv)):
             return "ERR Wrong number of args calling Redis command from script", None
-        if "noscript" in spec.flags:
+        if "noscript" in spec.flags and not server.script_deny_disabled:
             return "ERR This Redis command is not allowed from script", spec
         if client.acl_checked:  # (logged with the caller's CLIENT INFO, as Redis does)
             refusal = server.acl.script_refusal(state.caller, spec, argv)

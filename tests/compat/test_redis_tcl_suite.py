@@ -113,9 +113,8 @@ UNITS: dict[str, tuple[int, set[str]]] = {
     # list, set and sorted-set commands (BLPOP ... SPOP, RPUSH, LPUSH), cmsgpack, the
     # replication stream, CLUSTER, 8,000 arguments through unpack (lupa's call limit), ACL
     # checks of HSET, globals and libraries that Redis makes read-only tables (here a trick
-    # works until the script ends, then they are put back), DEBUG SET-DISABLE-DENY-SCRIPTS,
-    # replicas.
-    "scripting": (136, {
+    # works until the script ends, then they are put back), replicas.
+    "scripting": (214, {
         "EVAL - Scripts can't run blpop command",
         "EVAL - Scripts can't run brpop command",
         "EVAL - Scripts can't run brpoplpush command",
@@ -143,8 +142,6 @@ UNITS: dict[str, tuple[int, set[str]]] = {
         "Try trick readonly table on json table",
         "Try trick readonly table on cmsgpack table",
         "Try trick readonly table on bit table",
-        "n subcommand or wrong number of arguments for 'set-disable-deny-scripts'. "
-        "Try DEBUG HELP.",
         "not enough good replicas",
         "Consistent eval error reporting",
     }),
