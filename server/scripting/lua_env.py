@@ -1,10 +1,10 @@
 """The Lua interpreter scripts run in, set up as Redis's scriptingInit does it.
 
 Lua 5.1 (lupa.lua51, the version Redis embeds) with: the base, table, string and math
-libraries, `bit` and `cjson`; no io, os, package, loadfile or dofile; Python itself out of
-reach (no `python` global, no attribute access on the Python functions handed to Lua). The
-globals are locked once set up: reading an unknown one or assigning one is an error, as in
-Redis. The Lua side of the `redis` API is written in Lua below; it calls the Python
+libraries, `bit`, `cjson`, `cmsgpack` and `struct`; no io, os, package, loadfile or dofile;
+Python itself out of reach (no `python` global, no attribute access on the Python functions
+handed to Lua). The globals are locked once set up: reading an unknown one or assigning one is
+an error, as in Redis. The Lua side of the `redis` API is written in Lua below; it calls the Python
 functions of engine.py (given to `_setup`).
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import lupa.lua51 as lua51
 
-from server.scripting import lua_libs
+from server.scripting import lua_libs, lua_msgpack, lua_struct
 
 # Chunk name of the code below: the error handler skips its frames, so that an error raised
 # by redis.call points at the script's line, as Redis's C functions do.
@@ -204,6 +204,7 @@ getfenv, setfenv, newproxy = nil, nil, nil
 local dbg_setmetatable = dbg.setmetatable
 local locked = {_G, redis, string, table, math, bit, cjson, coroutine, os}
 local saved = {}
+local locked_meta = {}  -- (the metatable restore() gives a locked table back: see cmsgpack)
 local string_meta = getmetatable('')
 local string_meta_saved = {}
 local globals_meta
@@ -229,7 +230,7 @@ local function restore()
   for i = 1, #locked do
     local t = locked[i]
     put_back(t, saved[t])
-    if t ~= globals_meta then dbg_setmetatable(t, nil) end
+    if t ~= globals_meta then dbg_setmetatable(t, locked_meta[t]) end
   end
   dbg_setmetatable(_G, globals_meta)
   put_back(string_meta, string_meta_saved)
@@ -313,6 +314,21 @@ local function call_function(callback, keys, args)
   return run(function() return callback(keys, args) end, nil, nil)
 end
 
+-- cmsgpack and struct (lua_msgpack.py, lua_struct.py), read-only as in Redis: each global is an
+-- empty table whose metatable (hidden: getmetatable gives false) reads the library and refuses
+-- writes, so that assigning a field fails as it does in Redis. (rawset still writes into the
+-- empty table, until the script ends.)
+local function refuse_write()
+  error("Attempt to modify a readonly table", 2)
+end
+for _, name in ipairs({'cmsgpack', 'struct'}) do
+  local meta = {__index = host[name], __newindex = refuse_write, __metatable = false}
+  local proxy = setmetatable({}, meta)
+  rawset(_G, name, proxy)
+  locked[#locked + 1] = proxy
+  locked_meta[proxy] = meta
+end
+
 -- Lock the globals, as Redis does once they are set up.
 -- (lupa looks `debug` up itself on every call from Python: it must find nil, not an error)
 globals_meta = {
@@ -359,6 +375,7 @@ class LuaEnv:
             b"json_settings": self.json_settings,
             **{name.encode(): fn for name, fn in host.items()},
         })
+        self._add_libraries(host_table, host.get("unwrap"))
         bits = self.runtime.table_from({name.encode(): fn
                                         for name, fn in lua_libs.BIT_FUNCTIONS.items()})
         self._run, self._load_library, self._call_function = setup(
@@ -369,6 +386,28 @@ class LuaEnv:
         self._gc_step = self.runtime.eval(b"function() collectgarbage('step', 50) end")
         self._runs = 0
         self.json_null = host_table[b"json_null"]
+
+    def _add_libraries(self, host_table: Any, unwrap: Callable[[Any], Any] | None) -> None:
+        """cmsgpack and struct for the prelude (host.cmsgpack, host.struct), and their errors
+        for the error handler and pcall (host.unwrap)."""
+        table_from = self.runtime.table_from
+        host_table[b"cmsgpack"] = table_from({
+            **{name.encode(): fn for name, fn in lua_msgpack.functions(
+                table_from, self.runtime.table).items()},
+            **{name.encode(): value for name, value in lua_msgpack.INFO.items()}})
+        host_table[b"struct"] = table_from({name.encode(): fn
+                                            for name, fn in lua_struct.FUNCTIONS.items()})
+
+        def unwrap_library_errors(error: Any) -> Any:
+            # A luaL_error message gets the script's position from the handler; an error Lua
+            # raises inside a C function (a nil table index) has none: it is given as a table.
+            if isinstance(error, lua_struct.LuaLibError):
+                if error.positioned:
+                    return error.message
+                return table_from({b"err": b"ERR " + error.message})
+            return unwrap(error) if unwrap is not None else None
+
+        host_table[b"unwrap"] = unwrap_library_errors
 
     def compile(self, body: bytes) -> tuple[Any, bytes | None]:
         """(the function, None), or (None, Lua's compile error)."""
