@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from protocol.encoder import OK, ErrorReply, SimpleString
+from protocol.encoder import OK, SimpleString
 from server.client import Client
 from server.commands.help import help_reply
-from server.dispatch import command, container, find
+from server.commands.script_cmds import after_run
+from server.dispatch import command, container
 from server.errors import BUSY_TEXT, CommandError
 from server.parsing import eq, parse_int
 from server.persistence import dump_payload
@@ -41,11 +42,7 @@ def _fcall(client: Client, argv: list[bytes], read_only: bool) -> Any:
     scripts = registry.scripts
     reply = scripts.run(client, function.script, argv[3:3 + numkeys], argv[3 + numkeys:],
                         read_only, function_env=registry.env, command=argv)
-    if isinstance(reply, ErrorReply):
-        find(argv).failed_calls += 1
-    if client.tracking is not None and scripts.last_run_read:
-        server.tracking.remember_keys(client, find(argv), argv)
-    return reply
+    return after_run(client, argv, scripts, reply)
 
 
 @command("fcall", -3, _FCALL_FLAGS, categories=_CAT, since="7.0.0", group="scripting",

@@ -40,11 +40,17 @@ def _eval(client: Client, argv: list[bytes], by_sha: bool, read_only: bool) -> A
         script = scripts.load(argv[1])
     keys = argv[3:3 + numkeys]
     reply = scripts.run(client, script, keys, argv[3 + numkeys:], read_only)
-    if isinstance(reply, ErrorReply):  # (a failed call of EVAL, however the error came)
+    return after_run(client, argv, scripts, reply)
+
+
+def after_run(client: Client, argv: list[bytes], scripts: ScriptEngine, reply: Any) -> Any:
+    """What follows a script's run (EVAL's or FCALL's): the command's failed_calls, and the
+    declared keys of a script that read for a tracking client."""
+    if isinstance(reply, ErrorReply):  # (a failed call, however the error came)
         find(argv).failed_calls += 1
     if client.tracking is not None and scripts.last_run_read:
         # Client-side caching: a script that read tracks the keys it declared (Redis 7+).
-        server.tracking.remember_keys(client, find(argv), argv)
+        client.server.tracking.remember_keys(client, find(argv), argv)
     return reply
 
 

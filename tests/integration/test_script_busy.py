@@ -42,12 +42,14 @@ def proc() -> Iterator[ServerProcess]:
         yield server
 
 
-def _background_eval(port: int, script: str, *keys: str) -> dict[str, object]:
-    """EVAL script on its own connection, in a thread: the dict gets "reply" or "error"."""
+def _background_eval(port: int, script: str, *keys: str,
+                     password: str | None = None) -> dict[str, object]:
+    """EVAL script on its own connection, in a thread: the dict gets "reply", "error" or
+    "lost" (the connection closed unanswered)."""
     result: dict[str, object] = {}
 
     def run() -> None:
-        client = redis.Redis(port=port, socket_timeout=30)
+        client = redis.Redis(port=port, password=password, socket_timeout=30)
         try:
             result["reply"] = client.eval(script, len(keys), *keys)
         except redis.ResponseError as exc:
@@ -171,7 +173,7 @@ def test_what_runs_while_busy_and_what_is_refused(proc: ServerProcess) -> None:
 
 def test_a_new_connection_authenticates_and_kills_the_script() -> None:
     with running(["--busy-reply-threshold", "100", "--requirepass", "secret"]) as proc:
-        background = _background_eval_auth(proc.port, FOREVER)
+        background = _background_eval(proc.port, FOREVER, password="secret")
         deadline = time.monotonic() + 10
         while True:
             sock = connect(proc.port)
@@ -193,24 +195,6 @@ def test_a_new_connection_authenticates_and_kills_the_script() -> None:
         # The connections made meanwhile are the event loop's now, and keep their state.
         assert call(sock, "PING") == b"PONG"
         assert call(fresh, "AUTH", "secret") == b"OK" and call(fresh, "PING") == b"PONG"
-
-
-def _background_eval_auth(port: int, script: str) -> dict[str, object]:
-    result: dict[str, object] = {}
-
-    def run() -> None:
-        client = redis.Redis(port=port, password="secret", socket_timeout=30)
-        try:
-            result["reply"] = client.eval(script, 0)
-        except redis.ResponseError as exc:
-            result["error"] = str(exc)
-        finally:
-            client.close()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    result["thread"] = thread
-    return result
 
 
 def test_blocked_clients_wait_for_the_scripts_end(proc: ServerProcess) -> None:
