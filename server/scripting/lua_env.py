@@ -26,7 +26,9 @@ PRELUDE = rb"""
 local host, bitlib, lrand48, lseed = ...
 local error, type, select, unpack, tostring, rawget, rawset, setmetatable, xpcall, pairs, next =
       error, type, select, unpack, tostring, rawget, rawset, setmetatable, xpcall, pairs, next
+local lua_setmetatable, lua_rawset = setmetatable, rawset
 local lua_pcall, lua_loadstring, lua_load = pcall, loadstring, load
+local lua_setfenv = setfenv
 
 local function pack(...) return {n = select('#', ...), ...} end
 
@@ -83,9 +85,13 @@ redis.REDIS_VERSION, redis.REDIS_VERSION_NUM = host.version()
 local function is_binary(chunk)
   return type(chunk) == 'string' and chunk:sub(1, 1) == '\27'
 end
+local script_env  -- (set below, once the globals are locked)
 loadstring = function(chunk, ...)
   if is_binary(chunk) then return nil, 'binary chunks are not allowed' end
-  return lua_loadstring(chunk, ...)
+  local fn, err = lua_loadstring(chunk, ...)
+  if not fn then return nil, err end
+  if script_env then lua_setfenv(fn, script_env) end
+  return fn
 end
 load = function(reader, ...)
   if type(reader) == 'function' then
@@ -193,7 +199,6 @@ _G.redis = redis
 -- Redis 8 keeps os.clock only, and (since its 2025 sandbox fixes) drops getfenv, setfenv and
 -- newproxy, with which a script could reach the real globals.
 local clock = os.clock
-local lua_setfenv = setfenv
 io, os, package, module, require, dofile, loadfile, print, python, debug =
   nil, {clock = clock}, nil, nil, nil, nil, nil, nil, nil, nil
 getfenv, setfenv, newproxy = nil, nil, nil
@@ -345,6 +350,29 @@ for i = 1, #locked do saved[locked[i]] = snapshot(locked[i]) end
 string_meta_saved = snapshot(string_meta)
 saved[_G].KEYS, saved[_G].ARGV = nil, nil
 setmetatable(_G, globals_meta)
+
+-- Redis's globals and libraries are read-only tables (a patched Lua). Here: setmetatable and
+-- rawset refuse the locked tables, getmetatable(_G) hands out a read-only view of the
+-- globals' metatable, and scripts run in an empty environment that reads the globals and
+-- refuses every assignment, so that a script can neither add a global nor replace one
+-- (`redis = nil`, `_G = {}`). A locked table's own fields can still be assigned
+-- (`redis.call = f`) until the script ends: restore() puts them back.
+local is_locked = {}
+for i = 1, #locked do is_locked[locked[i]] = true end
+-- (the globals: `setmetatable` and `rawset` are locals in this chunk; their errors carry no
+-- position, as those of Redis's C functions)
+lua_rawset(_G, 'setmetatable', function(t, mt)
+  if is_locked[t] then error("Attempt to modify a readonly table", 0) end
+  return lua_setmetatable(t, mt)
+end)
+lua_rawset(_G, 'rawset', function(t, k, v)
+  if is_locked[t] then error("Attempt to modify a readonly table", 0) end
+  return lua_rawset(t, k, v)
+end)
+globals_meta.__metatable = lua_setmetatable({}, {__index = globals_meta, __newindex = readonly})
+script_env = lua_setmetatable({}, {__index = _G, __newindex = readonly, __metatable = false})
+for i = 1, #locked do saved[locked[i]] = snapshot(locked[i]) end
+saved[_G].KEYS, saved[_G].ARGV = nil, nil
 return run, load_library, call_function
 """
 
