@@ -203,9 +203,7 @@ class BusyPeriod:
         while True:
             try:
                 sock, _ = listening.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
+            except OSError:  # (nothing more to accept: BlockingIOError)
                 return
             sock.setblocking(False)
             if sock.family != socket.AF_UNIX:

@@ -382,7 +382,7 @@ class ScriptEngine:
     def _sha1hex(self, *args: Any) -> bytes:
         if len(args) != 1:
             self._raise("ERR wrong number of arguments")
-        return hashlib.sha1(_lua_string(args[0]) or b"").hexdigest().encode()
+        return hashlib.sha1(lua_string(args[0]) or b"").hexdigest().encode()
 
     def _log(self, *args: Any) -> tuple[()]:
         """redis.log(level, ...): the strings and numbers, space-separated."""
@@ -393,7 +393,7 @@ class ScriptEngine:
             self._raise("ERR First argument must be a number (log level).")
         if not 0 <= level <= 3:
             self._raise("ERR Invalid debug level.")
-        parts = [text for text in map(_lua_string, args[1:]) if text is not None]
+        parts = [text for text in map(lua_string, args[1:]) if text is not None]
         getattr(self.server.log, _LOG_LEVELS[int(level)])(
             b" ".join(parts).decode(errors="replace"))
         return ()  # (no value at all, as Redis's C function returns)
@@ -566,7 +566,7 @@ def _lua_number(value: Any) -> float | None:
     return None
 
 
-def _lua_string(value: Any) -> bytes | None:
+def lua_string(value: Any) -> bytes | None:
     """lua_tolstring: strings, and numbers as Lua prints them (%.14g); None otherwise."""
     if isinstance(value, bytes):
         return value

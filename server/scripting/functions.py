@@ -20,7 +20,7 @@ from lupa.lua51 import lua_type
 from protocol.inline import split_args
 from protocol.reader import ProtocolError
 from server.errors import CommandError
-from server.scripting.engine import SHEBANG_FLAGS, RaisedError, Script, engine_of
+from server.scripting.engine import SHEBANG_FLAGS, RaisedError, Script, engine_of, lua_string
 
 if TYPE_CHECKING:
     from server.scripting.engine import ScriptEngine
@@ -124,7 +124,7 @@ class Functions:
             if lua_type(callback) != "function":
                 raise self._error("second argument to redis.register_function must be a "
                                  "function")
-            name, description, flags = _lua_text(name), None, ()
+            name, description, flags = lua_string(name), None, ()
         else:
             name, callback, description, flags = self._named_args(args[0])
         if not _NAME_RE.match(name):
@@ -148,17 +148,17 @@ class Functions:
             if not isinstance(key, (bytes, int, float)) or isinstance(key, bool):
                 raise self._error("named argument key given to redis.register_function is not "
                                  "a string")
-            lowered = _lua_text(key).lower()
+            lowered = lua_string(key).lower()
             if lowered == b"function_name":
                 if not isinstance(value, (bytes, int, float)) or isinstance(value, bool):
                     raise self._error("function_name argument given to redis.register_function "
                                      "must be a string")
-                name = _lua_text(value)
+                name = lua_string(value)
             elif lowered == b"description":
                 if not isinstance(value, (bytes, int, float)) or isinstance(value, bool):
                     raise self._error("description argument given to redis.register_function "
                                      "must be a string")
-                description = _lua_text(value)
+                description = lua_string(value)
             elif lowered == b"callback":
                 if lua_type(value) != "function":
                     raise self._error("callback argument given to redis.register_function must "
@@ -299,12 +299,6 @@ def _error_message(env: LuaEnv, error: Any) -> str:
         if isinstance(message, bytes):
             return _text(message)
     return _text(error if isinstance(error, bytes) else str(error).encode())
-
-
-def _lua_text(value: bytes | int | float) -> bytes:
-    if isinstance(value, bytes):
-        return value
-    return b"%.14g" % float(value)
 
 
 def _text(value: Any) -> str:
