@@ -46,9 +46,12 @@ if {per_ms}:
     import server.dispatch
     storage.stream._time_ns = itertools.count(1_700_000_000_000_000_000,
                                               1_000_000 // {per_ms}).__next__
-    # Every command takes 4 us by the command timer (two readings each): under valgrind the
-    # real durations are ~50 times longer and spread over many values.
-    server.dispatch._now_ns = itertools.count(0, 4_000).__next__
+    # The command clock (two readings a command, the first also XADD's time): every command
+    # takes 4 us (under valgrind the real durations are ~50 times longer and spread over many
+    # values), and one starts every 1/{per_ms} ms.
+    server.dispatch._now_ns = itertools.accumulate(
+        itertools.cycle((4_000, 1_000_000 // {per_ms} - 4_000)),
+        initial=1_700_000_000_000_000_000).__next__
 import gc
 from bench_inprocess import encode, make_server
 server, conns = make_server(50)

@@ -118,6 +118,9 @@ class Server:
         # stamps on its client (CLIENT LIST's idle=, the idle timeout: whole seconds) without
         # reading the clock at every read.
         self.cached_monotonic = time.monotonic()
+        # The wall clock (ns) when the running top-level command started: Redis's
+        # commandTimeSnapshot, which XADD's * takes (set by dispatch's call and run_commands).
+        self.command_time_ns = time.time_ns()
         self.tcp_port = config["port"]
         self.loading = False
         self.persistence: Any = None  # server.persistence manager, when enabled

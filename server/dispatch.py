@@ -32,7 +32,11 @@ if TYPE_CHECKING:
 
 Handler = Callable[["Client", list[bytes]], Any]
 
-_now_ns = time.perf_counter_ns
+# The wall clock, read when a command starts and when it ends: the start is the command's
+# time (Redis's commandTimeSnapshot, Server.command_time_ns: XADD's * takes its milliseconds),
+# and the difference its duration, as in Redis's call() without a hardware monotonic clock.
+# (A clock stepped back gives a negative duration: command_stats counts it as 0.)
+_now_ns = time.time_ns
 QUEUED = Raw(b"+QUEUED\r\n")
 NO_REPLY = Raw(b"")  # a handler's reply when the client must get nothing (SHUTDOWN)
 
@@ -69,7 +73,10 @@ class CommandSpec:
     fullname_bytes: bytes = b""  # "client|list", cached for CLIENT LIST's cmd= field
     # Statistics: completed calls by duration in whole microseconds, behind calls, usec and
     # the latency histograms (server/command_stats.py), and latency-tracking's bookkeeping.
+    # A call appends its duration to `recent` (one list append); command_stats folds them
+    # into `durations` before any reading, and the cron ten times a second.
     durations: dict[int, int] = field(default_factory=dict)
+    recent: list[int] = field(default_factory=list)
     untracked: dict[int, int] = field(default_factory=dict)
     off_base: dict[int, int] | None = None
     rejected_calls: int = 0
@@ -209,7 +216,8 @@ def commands_processed() -> int:
     completes (call(), Blocking.unblock), and CONFIG RESETSTAT zeroes them all, so the total
     is their sum: the hot path keeps no counter of its own. (The cron samples it ten times a
     second: the specs of commands never run are skipped without a call.)"""
-    return sum(command_stats.calls(spec) for spec in all_specs() if spec.durations)
+    return sum(command_stats.calls(spec) for spec in all_specs()
+               if spec.durations or spec.recent)
 
 
 def unregister(name: str) -> None:
@@ -258,7 +266,7 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
                     else:
                         # call() written out, for a command no check can refuse now (not
                         # blocked, not in EXEC): the handler, the monitors, the statistics.
-                        start = _now_ns()
+                        start = server.command_time_ns = _now_ns()
                         try:
                             reply = spec.handler(client, argv)  # type: ignore[misc]
                         except Exception as exc:
@@ -267,12 +275,9 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
                             server.feed_monitors(client, argv)
                         elapsed_us = (_now_ns() - start) // 1000
                         if type(reply) is not BlockRequest:
-                            try:
-                                spec.durations[elapsed_us] += 1
-                            except KeyError:
-                                spec.durations[elapsed_us] = 1
+                            spec.recent.append(elapsed_us)  # (command_stats.py)
                         else:
-                            client.block_exec_us += elapsed_us
+                            client.block_exec_us += max(elapsed_us, 0)
                         if elapsed_us >= server.notable_us:
                             server.note_slow_command(client, spec, argv, elapsed_us, reply)
                 else:
@@ -490,6 +495,10 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
             if refusal is not None:
                 return _refused(server, spec, refusal)
     start = _now_ns()
+    if not (client.scripted or client.in_exec):
+        # A top-level command: its start is the command time. A script's or a transaction's
+        # commands keep the EVAL's or EXEC's (all of a script's XADD * share a millisecond).
+        server.command_time_ns = start
     if client.checked_path:  # (NO-TOUCH, or Pub/Sub output or invalidations to hold back)
         reply = _run_handler_for(client, spec, argv)
     else:
@@ -503,14 +512,9 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
         server.feed_monitors(client, argv)
     elapsed_us = (_now_ns() - start) // 1000
     if type(reply) is not BlockRequest or client.in_exec:  # (EXEC answers it at once)
-        # Its calls, usec and latency (command_stats.py). A plain dict and a KeyError the
-        # first time a duration is seen: the dict's own fast subscripts, unlike defaultdict's.
-        try:
-            spec.durations[elapsed_us] += 1
-        except KeyError:
-            spec.durations[elapsed_us] = 1
+        spec.recent.append(elapsed_us)  # its calls, usec and latency (command_stats.py)
     else:  # counted when it completes (Blocking.unblock), with the time it ran so far
-        client.block_exec_us += elapsed_us
+        client.block_exec_us += max(elapsed_us, 0)
     if elapsed_us >= server.notable_us:  # (the lower of the slowlog and latency thresholds)
         server.note_slow_command(client, spec, argv, elapsed_us, reply)
     # Client-side caching: the keys a tracking client read (even with an error reply, as in

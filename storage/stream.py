@@ -266,12 +266,14 @@ class Stream:
         """Add an entry (streamAppendItem) and return its ID.
 
         ``id_spec`` None means ``*``; with ``seq_given`` False it is ``ms-*``.
-        ``now_ms`` defaults to the wall clock.  ``max_bytes`` /
+        ``now_ms`` (the command's time, for ``*``) defaults to the wall
+        clock.  ``max_bytes`` /
         ``max_entries`` are stream-node-max-bytes / -entries (0 = 1 GiB / no
         limit).  Raises StreamIDError / StreamError with Redis's texts."""
-        if id_spec is None and now_ms is None:
+        if id_spec is None:
             # XADD *: next_id's common cases inlined (a new ms, or the next seq).
-            now_ms = _time_ns() // 1_000_000
+            if now_ms is None:
+                now_ms = _time_ns() // 1_000_000
             last = self.last_id
             if now_ms > last[0]:
                 new = (now_ms, 0)

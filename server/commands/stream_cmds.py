@@ -84,8 +84,8 @@ def xadd(client: Client, argv: list[bytes]) -> object:
         server = client.server
         fields = argv[3:]
         try:  # (an exhausted stream raises MSG_EXHAUSTED here)
-            new_id = stream.append(fields, None, True, None, server.stream_node_max_bytes,
-                                   server.stream_node_max_entries)
+            new_id = stream.append(fields, None, True, server.command_time_ns // 1_000_000,
+                                   server.stream_node_max_bytes, server.stream_node_max_entries)
         except StreamError as exc:
             raise CommandError(str(exc)) from None
         ms, seq = new_id  # format_id, with the milliseconds' text cached
@@ -122,7 +122,8 @@ def xadd(client: Client, argv: list[bytes]) -> object:
         raise CommandError(MSG_EXHAUSTED)
     fields = argv[field_pos:]
     try:
-        new_id = stream.append(fields, id_spec, args.seq_given, None, max_bytes, max_entries)
+        new_id = stream.append(fields, id_spec, args.seq_given,
+                               client.server.command_time_ns // 1_000_000, max_bytes, max_entries)
     except StreamError as exc:
         raise CommandError(str(exc)) from None
     id_bytes = format_id(new_id)

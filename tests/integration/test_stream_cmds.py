@@ -53,6 +53,31 @@ def test_xadd_ids(r: redis.Redis) -> None:
         [b"7-9", [b"a", b"1", b"b", b"2"]]]
 
 
+# A Lua loop that keeps the server busy for 5 ms (os.clock: CPU time, which it spends).
+_BUSY_5MS = "local t = os.clock() while os.clock() - t < 0.005 do end"
+
+
+@redis8
+def test_xadd_star_takes_the_command_time_in_scripts_and_transactions(r: redis.Redis) -> None:
+    """As Redis 7.2+ (commandTimeSnapshot): a script's or a transaction's XADD * all take the
+    time the EVAL or EXEC started, so they share its millisecond however long it runs."""
+    script = (f"local a = redis.call('XADD', KEYS[1], '*', 'f', 'v') {_BUSY_5MS} "
+              "return {a, redis.call('XADD', KEYS[1], '*', 'f', 'v')}")
+    first, second = r.execute_command("EVAL", script, 1, "s")
+    ms = first.split(b"-")[0]
+    assert (first, second) == (ms + b"-0", ms + b"-1")
+    pipe = r.pipeline(transaction=True)
+    pipe.execute_command("XADD", "t", "*", "f", "v")
+    pipe.execute_command("EVAL", _BUSY_5MS, 0)
+    pipe.execute_command("XADD", "t", "*", "f", "v")
+    first, _, second = pipe.execute()
+    ms = first.split(b"-")[0]
+    assert second == ms + b"-1"
+    # Outside them each XADD takes its own time.
+    later = r.execute_command("XADD", "t", "*", "f", "v")
+    assert int(later.split(b"-")[0]) >= int(ms) + 5 and later.endswith(b"-0")
+
+
 def test_xadd_auto_ids_after_a_future_top_item(r: redis.Redis) -> None:
     """`*` below the top item's ms continues its sequence (any size), stream by stream."""
     future = 9_999_999_999_999

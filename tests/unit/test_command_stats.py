@@ -48,3 +48,18 @@ def test_reset_forgets_everything_in_either_state() -> None:
     command_stats.set_tracking([spec], True)
     command_stats.record(spec, 6)
     assert spec.calls == 2 and command_stats.histogram(spec) == {6: 1}
+
+
+def test_recent_calls_are_folded_before_any_reading() -> None:
+    """A call only appends its duration; every reading counts the appended ones first, and a
+    negative duration (the wall clock stepped back during the call) counts as 0 us."""
+    spec = _spec()
+    spec.recent.extend((4, 4, -3))
+    assert spec.durations == {}
+    assert spec.calls == 3 and spec.usec == 8
+    assert spec.recent == [] and spec.durations == {4: 2, 0: 1}
+    spec.recent.append(9)
+    assert command_stats.histogram(spec) == {4: 2, 0: 1, 9: 1}
+    spec.recent.append(1)
+    command_stats.reset(spec)
+    assert spec.calls == 0 and spec.recent == []
