@@ -37,6 +37,9 @@ Handler = Callable[["Client", list[bytes]], Any]
 # and the difference its duration, as in Redis's call() without a hardware monotonic clock.
 # (A clock stepped back gives a negative duration: command_stats counts it as 0.)
 _now_ns = time.time_ns
+# The recent durations call() lets a command keep before counting them (command_stats.fold):
+# the cron folds them ten times a second, but a script may run millions of commands first.
+_FOLD_AT = 4096
 QUEUED = Raw(b"+QUEUED\r\n")
 NO_REPLY = Raw(b"")  # a handler's reply when the client must get nothing (SHUTDOWN)
 
@@ -512,7 +515,10 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
         server.feed_monitors(client, argv)
     elapsed_us = (_now_ns() - start) // 1000
     if type(reply) is not BlockRequest or client.in_exec:  # (EXEC answers it at once)
-        spec.recent.append(elapsed_us)  # its calls, usec and latency (command_stats.py)
+        recent = spec.recent  # its calls, usec and latency (command_stats.py)
+        recent.append(elapsed_us)
+        if len(recent) >= _FOLD_AT:  # (a long script's or EXEC's calls, between two crons)
+            command_stats.fold(spec)
     else:  # counted when it completes (Blocking.unblock), with the time it ran so far
         client.block_exec_us += max(elapsed_us, 0)
     if elapsed_us >= server.notable_us:  # (the lower of the slowlog and latency thresholds)

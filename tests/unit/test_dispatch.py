@@ -83,3 +83,16 @@ def test_unregistered_command_is_unknown_again(client: Client) -> None:
     unregister("xstreamd-test-temp")
     reply = execute(client, [b"XSTREAMD-TEST-TEMP"])
     assert isinstance(reply, ErrorReply) and "unknown command" in str(reply)
+
+
+def test_a_commands_recent_durations_stay_bounded_between_crons(client: Client) -> None:
+    """call() folds a command's durations into its counts once it holds _FOLD_AT of them (a
+    script's commands run between two crons without bound)."""
+    from server.dispatch import _FOLD_AT
+
+    echo = COMMANDS[b"echo"]
+    before = echo.calls
+    for _ in range(_FOLD_AT * 2 + 5):
+        assert execute(client, [b"ECHO", b"hi"]) == b"hi"
+    assert len(echo.recent) < _FOLD_AT
+    assert echo.calls == before + _FOLD_AT * 2 + 5
