@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from protocol.encoder import BULK_HEADERS, CRLF, N_BULK_HEADERS, ErrorReply, Raw, encode_into
+from protocol.encoder import BULK_HEADERS, CRLF, ErrorReply, Raw, encode_into
 from server import command_stats
 from server.blocking import POSTPONE, BlockRequest
 from server.client import REPLY_MUTED
@@ -266,6 +266,7 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
                     client.last_cmd = spec.fullname_bytes
                     if spec.may_refuse and (server.maxmemory or server.refusal_checks):
                         reply = call(client, spec, argv)  # (with the OOM and MISCONF checks)
+                        kind = type(reply)  # (type() is read once a reply, for all below)
                     else:
                         # call() written out, for a command no check can refuse now (not
                         # blocked, not in EXEC): the handler, the monitors, the statistics.
@@ -277,7 +278,8 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
                         if server.monitors and _monitored(spec):
                             server.feed_monitors(client, argv)
                         elapsed_us = (_now_ns() - start) // 1000
-                        if type(reply) is not BlockRequest:
+                        kind = type(reply)
+                        if kind is not BlockRequest:
                             spec.recent.append(elapsed_us)  # (command_stats.py)
                         else:
                             client.block_exec_us += max(elapsed_us, 0)
@@ -285,9 +287,11 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
                             server.note_slow_command(client, spec, argv, elapsed_us, reply)
                 else:
                     reply = _execute_checked(client, argv)
+                    kind = type(reply)
             else:
                 reply = _execute_checked(client, argv)
-            if type(reply) is BlockRequest:
+                kind = type(reply)
+            if kind is BlockRequest:
                 server.block_or_answer(client, reply, argv)
                 if client.blocked is not None:
                     client.pending_cmds.extend(commands[done:])
@@ -296,9 +300,13 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
                 if not client.reply_flags & REPLY_MUTED:
                     encode_into(client.out, reply, client.protocol)
                 client.command_done()
-            elif type(reply) is bytes and len(reply) < N_BULK_HEADERS:
-                # A bulk string (XADD's ID, GET's value): encode_into's first case, uncalled.
-                client.out += (BULK_HEADERS[len(reply)], reply, CRLF)
+            elif kind is bytes:
+                # A bulk string (XADD's ID, GET's value): encode_into's first case, uncalled
+                # (IndexError past the precomputed headers: a try costs nothing until it raises).
+                try:
+                    client.out += (BULK_HEADERS[len(reply)], reply, CRLF)
+                except IndexError:
+                    encode_into(client.out, reply, client.protocol)
             else:
                 # (client.protocol is read per reply: HELLO 3 may switch it mid-batch.)
                 encode_into(client.out, reply, client.protocol)
