@@ -247,11 +247,13 @@ class Server:
         # transport (sink.send); the sink's write() applies the limits (a subscriber's are
         # the pubsub class's, so while there are subscribers every write takes it).
         unlimited = self.normal_output_limit is None and not self.pubsub.clients
-        written = writes = 0
+        written = 0
+        writes = len(pending)  # (less the clients with nothing to write, counted below)
         for client in pending:
             client.pending_write = False
             sink = client.sink
             if client.closed or sink is None:
+                writes -= 1
                 continue
             if client.out:
                 # Exact bytes, which uvloop writes as they are (anything else it wraps in a
@@ -259,11 +261,12 @@ class Server:
                 data = _JOIN(client.out)
                 client.out = []
                 written += len(data)
-                writes += 1
                 if unlimited and client.authenticated:
                     sink.send(data)
                 else:
                     sink.write(data)
+            else:
+                writes -= 1
             if client.close_after_reply:
                 sink.close_client()
         stats = self.stats

@@ -253,10 +253,8 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
         client.pending_cmds.extend(commands)
         return
     server = client.server
-    done = 0  # commands run so far (cheaper than enumerate() for the usual one)
     try:
         for argv in commands:
-            done += 1
             spec = _BY_SENT_NAME.get(argv[0])
             if (spec is not None and client.authenticated and client.multi is None
                     and not client.checked_path):
@@ -294,7 +292,7 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
             if kind is BlockRequest:
                 server.block_or_answer(client, reply, argv)
                 if client.blocked is not None:
-                    client.pending_cmds.extend(commands[done:])
+                    client.pending_cmds.extend(commands[_position(commands, argv) + 1:])
                     break
             elif client.reply_flags:  # CLIENT REPLY OFF or SKIP in force, or SKIP asked for
                 if not client.reply_flags & REPLY_MUTED:
@@ -318,6 +316,15 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
             server.pending_writes.append(client)
             if not server._before_sleep_scheduled:
                 server.schedule_before_sleep()
+
+
+def _position(commands: list[list[bytes]], argv: list[bytes]) -> int:
+    """Where argv is in commands: by identity (an equal command may come earlier). Looked up
+    only when a command blocks, so the loop over commands counts nothing."""
+    for position, one in enumerate(commands):
+        if one is argv:
+            return position
+    raise ValueError("not in the batch")
 
 
 def _monitored(spec: CommandSpec) -> bool:

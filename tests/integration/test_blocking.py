@@ -182,6 +182,23 @@ def test_pipelined_commands_wait_for_the_blocked_one(r: redis.Redis, conns) -> N
     assert c.read() == b"PONG"
 
 
+def test_a_pipeline_resumes_after_the_command_that_blocked(r: redis.Redis, conns) -> None:
+    """The same command twice: the first is served, the second blocks, and only what follows
+    it waits (not the second again)."""
+    r.xadd("s", {"f": "v"}, id="1-1")
+    r.xgroup_create("s", "g", id="0")
+    read = encode("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">")
+    c = conns()
+    c.sock.sendall(read + read + encode("ECHO", "after"))
+    assert c.read() == [[b"s", [E1]]]
+    wait_blocked(r, 1)
+    assert c.nothing_pending()
+    r.xadd("s", {"f": "v"}, id="1-2")
+    assert c.read() == [[b"s", [[b"1-2", [b"f", b"v"]]]]]
+    assert c.read() == b"after"
+    assert c.nothing_pending()
+
+
 def test_disconnected_clients_are_forgotten(r: redis.Redis, conns) -> None:
     gone, stays = conns(), conns()
     gone.send("XREAD", "BLOCK", "0", "STREAMS", "s", "$")
