@@ -308,6 +308,8 @@ class Stream:
             if len(b"".join(fields)) > MAX_NODE_BYTES:  # (an entry that fits the tail is smaller)
                 raise StreamError(MSG_TOO_LARGE)
             self._new_node(new, fields)
+            if not self.length:  # (a stream has no node while it is empty: see delete)
+                self.first_id = new
         else:
             # The ID's distance from the master entry, as the int64s Redis stores; the
             # cache holds only small ints, so a hit needs no wrap-around.
@@ -360,8 +362,6 @@ class Stream:
         self.length += 1
         self.entries_added += 1
         self.last_id = new
-        if self.length == 1:
-            self.first_id = new
         return new
 
     def _new_node(self, new: StreamID, fields: list[bytes]) -> None:
