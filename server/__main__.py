@@ -54,8 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # the log file cannot be opened
         print(f"Can't open the log file: {exc.strerror}", file=sys.stderr)
         return 1
+    from server import memory_report
     from server.acl.registry import AclError
 
+    memory_report.note_startup()  # (before any data is loaded, as Redis's initial usage)
     try:
         server.acl.load_at_startup()
     except AclError as exc:

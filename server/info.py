@@ -15,8 +15,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from server import command_stats
+from server import command_stats, memory_report
 from server.dispatch import all_specs, commands_processed
+from server.memory_report import rss_bytes  # noqa: F401 - (also read from here: app, stats)
 
 if TYPE_CHECKING:
     from server.app import Server
@@ -32,14 +33,6 @@ ALL_SECTIONS = frozenset(ORDER)
 _TITLES = {"cpu": "CPU"}
 
 
-def rss_bytes() -> int:
-    try:
-        with open("/proc/self/statm", "rb") as fh:
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
 def human_bytes(n: float) -> str:
     """Redis's bytesToHuman: 1023B, 1.00K, 12.50M ..."""
     for unit in ("B", "K", "M", "G", "T", "P"):
@@ -47,11 +40,6 @@ def human_bytes(n: float) -> str:
             return f"{int(n)}B" if unit == "B" else f"{n:.2f}{unit}"
         n /= 1024
     return f"{n:.2f}E"
-
-
-class _Peak:
-    value = 0
-    startup = 0
 
 
 def _server(s: Server) -> Fields:
@@ -98,31 +86,28 @@ def _clients(s: Server) -> Fields:
 
 
 def _memory(s: Server) -> Fields:
-    rss = rss_bytes()
-    _Peak.value = max(_Peak.value, rss)
-    if not _Peak.startup:
-        _Peak.startup = rss
-    used = rss  # the process's resident size is what counts against maxmemory here
+    # The process's resident size is what counts against maxmemory here (memory_report.py).
+    mh = memory_report.measure(s)
+    used = rss = mh.total_allocated
+    peak = mh.peak_allocated
     maxmemory = s.config["maxmemory"]
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    overhead = min(used, _Peak.startup)
-    dataset = used - overhead
-    clients_mem = sum(c.output_bytes() for c in s.clients.values())
     return [
         ("used_memory", used), ("used_memory_human", human_bytes(used)),
         ("used_memory_rss", rss), ("used_memory_rss_human", human_bytes(rss)),
-        ("used_memory_peak", _Peak.value), ("used_memory_peak_human", human_bytes(_Peak.value)),
-        ("used_memory_peak_perc", f"{100.0 * used / _Peak.value:.2f}%"),
-        ("used_memory_overhead", overhead), ("used_memory_startup", _Peak.startup),
-        ("used_memory_dataset", dataset),
-        ("used_memory_dataset_perc", f"{100.0 * dataset / used if used else 0.0:.2f}%"),
+        ("used_memory_peak", peak), ("used_memory_peak_human", human_bytes(peak)),
+        ("used_memory_peak_perc", f"{mh.peak_percentage:.2f}%"),
+        ("used_memory_overhead", mh.overhead_total),
+        ("used_memory_startup", mh.startup_allocated),
+        ("used_memory_dataset", mh.dataset),
+        ("used_memory_dataset_perc", f"{mh.dataset_percentage:.2f}%"),
         ("total_system_memory", total), ("total_system_memory_human", human_bytes(total)),
         *_scripts_memory(s),
         ("maxmemory", maxmemory), ("maxmemory_human", human_bytes(maxmemory)),
         ("maxmemory_policy", s.config["maxmemory-policy"]),
         ("mem_fragmentation_ratio", "1.00"), ("mem_fragmentation_bytes", 0),
         ("mem_not_counted_for_evict", 0), ("mem_clients_slaves", 0),
-        ("mem_clients_normal", clients_mem), ("mem_aof_buffer", 0),
+        ("mem_clients_normal", mh.clients_normal), ("mem_aof_buffer", 0),
         ("mem_allocator", "libc"), ("lazyfree_pending_objects", 0), ("lazyfreed_objects", 0),
     ]
 
