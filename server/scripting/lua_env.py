@@ -263,9 +263,12 @@ local function busy_hook()
   end
 end
 
+local script_globals  -- (what scripts' global names read: set below)
 local function run(fn, keys, argv)
   rawset(_G, 'KEYS', keys)
   rawset(_G, 'ARGV', argv)
+  rawset(script_globals, 'KEYS', keys)
+  rawset(script_globals, 'ARGV', argv)
   dbg.sethook(busy_hook, '', 100000)
   local ok, result = xpcall(fn, handler)
   dbg.sethook()
@@ -310,7 +313,7 @@ local function load_library(chunk)
   end, '', 100000)
   local ok, err = xpcall(chunk, handler)
   dbg.sethook()
-  api = _G
+  api = script_globals
   return ok, err
 end
 
@@ -351,26 +354,86 @@ string_meta_saved = snapshot(string_meta)
 saved[_G].KEYS, saved[_G].ARGV = nil, nil
 setmetatable(_G, globals_meta)
 
--- Redis's globals and libraries are read-only tables (a patched Lua). Here: setmetatable and
--- rawset refuse the locked tables, getmetatable(_G) hands out a read-only view of the
--- globals' metatable, and scripts run in an empty environment that reads the globals and
--- refuses every assignment, so that a script can neither add a global nor replace one
--- (`redis = nil`, `_G = {}`). A locked table's own fields can still be assigned
--- (`redis.call = f`) until the script ends: restore() puts them back.
+-- Redis's globals and libraries are read-only tables (a patched Lua). Here scripts run in an
+-- empty environment that refuses every assignment and reads `script_globals`: the globals,
+-- with a read-only view in place of each library table (and of _G and the string metatable).
+-- A view is an empty table whose metatable reads the real one and refuses writes; next,
+-- pairs and rawget see through it, getmetatable gives what the real table's would (nil for a
+-- library), and setmetatable and rawset refuse it. So `redis.call = f` fails as in Redis.
+-- (A chunk that reaches the real tables anyway changes them until the script ends only:
+-- restore() puts them back.)
+-- (The wrappers call next, rawget, pairs and getmetatable by those names, and not as tail
+-- calls: an argument error then names the function as Redis's does.)
+local getmetatable = getmetatable
+local backing, view_meta, view_of = {}, {}, {}
+local function view(t, meta)
+  local v = lua_setmetatable({}, {__index = t, __newindex = readonly, __metatable = false})
+  backing[v], view_meta[v], view_of[t] = t, meta, v
+  return v
+end
+for _, lib in ipairs({redis, string, table, math, bit, cjson, coroutine, os}) do view(lib) end
+local function viewed(t)  -- a copy of t whose library values are their views
+  local copy = {}
+  for k, v in next, t do copy[k] = view_of[v] or v end
+  return copy
+end
+script_globals = lua_setmetatable(viewed(_G), globals_meta)  -- (an unknown name: an error)
+local string_meta_view = view(viewed(string_meta))
+script_globals._G = view(script_globals)  -- (its metatable's view is set below)
+-- Their argument errors are Lua's texts, at the script's line. (Lua functions, unlike the C
+-- ones they stand for, lose that line in a `return next(nil)` tail call.)
+local function bad_argument(n, name, expected, given, ...)
+  local got = select('#', ...) >= n and ' got ' .. type(given) or ' got no value'
+  error("bad argument #" .. n .. " to '" .. name .. "' (" .. expected .. ',' .. got .. ')', 3)
+end
+local function view_next(...)
+  local t, k = ...
+  if type(t) ~= 'table' then bad_argument(1, 'next', 'table expected', t, ...) end
+  local key, value = next(backing[t] or t, k)
+  return key, value
+end
+script_globals.next = view_next
+script_globals.pairs = function(...)
+  local t = ...
+  if type(t) ~= 'table' then bad_argument(1, 'pairs', 'table expected', t, ...) end
+  return view_next, t, nil
+end
+script_globals.rawget = function(...)
+  local t, k = ...
+  if type(t) ~= 'table' then bad_argument(1, 'rawget', 'table expected', t, ...) end
+  if select('#', ...) < 2 then error("bad argument #2 to 'rawget' (value expected)", 2) end
+  local value = rawget(backing[t] or t, k)
+  return value
+end
+script_globals.getmetatable = function(...)
+  if select('#', ...) == 0 then error("bad argument #1 to 'getmetatable' (value expected)", 2) end
+  local x = ...
+  if backing[x] then return view_meta[x] end
+  local mt = getmetatable(x)
+  if mt == string_meta then return string_meta_view end
+  return mt
+end
 local is_locked = {}
 for i = 1, #locked do is_locked[locked[i]] = true end
+for v in next, backing do is_locked[v] = true end
+is_locked[script_globals] = true
 -- (the globals: `setmetatable` and `rawset` are locals in this chunk; their errors carry no
 -- position, as those of Redis's C functions)
-lua_rawset(_G, 'setmetatable', function(t, mt)
+local function locked_setmetatable(t, mt)
   if is_locked[t] then error("Attempt to modify a readonly table", 0) end
   return lua_setmetatable(t, mt)
-end)
-lua_rawset(_G, 'rawset', function(t, k, v)
+end
+local function locked_rawset(t, k, v)
   if is_locked[t] then error("Attempt to modify a readonly table", 0) end
   return lua_rawset(t, k, v)
-end)
+end
+lua_rawset(_G, 'setmetatable', locked_setmetatable)
+lua_rawset(_G, 'rawset', locked_rawset)
+script_globals.setmetatable, script_globals.rawset = locked_setmetatable, locked_rawset
 globals_meta.__metatable = lua_setmetatable({}, {__index = globals_meta, __newindex = readonly})
-script_env = lua_setmetatable({}, {__index = _G, __newindex = readonly, __metatable = false})
+view_meta[script_globals._G] = globals_meta.__metatable
+script_env = lua_setmetatable({}, {__index = script_globals, __newindex = readonly,
+                                   __metatable = false})
 for i = 1, #locked do saved[locked[i]] = snapshot(locked[i]) end
 saved[_G].KEYS, saved[_G].ARGV = nil, nil
 return run, load_library, call_function
