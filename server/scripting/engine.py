@@ -81,7 +81,7 @@ class ScriptEngine:
     @property
     def eval_env(self) -> LuaEnv:
         if self._env is None:
-            self._env = self.new_env({})
+            self._env = self.new_env({"eval_api": True})
         return self._env
 
     def new_env(self, extra: dict[str, Any]) -> LuaEnv:
@@ -102,6 +102,7 @@ class ScriptEngine:
             "json_decode": self._json_decode,
             "register_function": _not_loading,
             "load_timed_out": lambda: False,
+            "eval_api": False,  # redis.replicate_commands, breakpoint and debug: EVAL's only
             **extra,
         })
 

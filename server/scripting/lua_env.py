@@ -75,9 +75,11 @@ redis.setresp = host.setresp
 redis.set_repl = host.set_repl
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL =
   0, 1, 2, 2, 3
-redis.replicate_commands = function() return true end
-redis.breakpoint = function() return false end
-redis.debug = function() end
+if host.eval_api then  -- (EVAL's only: a function's redis table has none of them, as in Redis)
+  redis.replicate_commands = function() return true end
+  redis.breakpoint = function() return false end
+  redis.debug = function() end
+end
 redis.acl_check_cmd = host.acl_check
 redis.REDIS_VERSION, redis.REDIS_VERSION_NUM = host.version()
 

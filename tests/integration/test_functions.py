@@ -182,7 +182,25 @@ CALLING = [
 ]
 
 
-@pytest.mark.parametrize("commands", [LOADING, CALLING], ids=["loading", "calling"])
+# What a function sees of the globals and libraries, and that it cannot change them.
+SANDBOX = [
+    load("sandbox", "redis.register_function('api', function() local t = {} "
+                    "for k in pairs(redis) do t[#t+1] = k end table.sort(t) return t end)\n"
+                    "redis.register_function('strings', function() local t = {} "
+                    "for k in pairs(string) do t[#t+1] = k end table.sort(t) return t end)\n"
+                    "redis.register_function('rep', function() string.rep = nil end)\n"
+                    "redis.register_function('call', function() redis.call = nil end)\n"
+                    "redis.register_function('global', function() x = 1 end)\n"
+                    "redis.register_function('rawset', function() rawset(redis, 'x', 1) end)\n"
+                    "redis.register_function('meta', function() "
+                    "return {type(getmetatable(_G)), type(getmetatable(redis))} end)"),
+    *[("FCALL", name, "0") for name in ("api", "strings", "rep", "call", "global", "rawset",
+                                        "meta", "api")],
+]
+
+
+@pytest.mark.parametrize("commands", [LOADING, CALLING, SANDBOX],
+                         ids=["loading", "calling", "sandbox"])
 def test_same_replies_as_redis(srv: ServerProcess, redis_ref: ServerProcess,
                                commands: list[Command]) -> None:
     assert_same(srv, redis_ref, commands)
