@@ -272,6 +272,7 @@ class Server:
         stats = self.stats
         stats.net_output_bytes += written
         stats.writes_processed += writes
+        stats.fold_reads()  # (once a pass, so that the read sizes never pile up)
 
     # -- running commands ---------------------------------------------------------------------
     def block_or_answer(self, client: Client, request: BlockRequest, argv: list[bytes]) -> None:

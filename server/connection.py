@@ -137,9 +137,7 @@ class Connection(asyncio.Protocol):
             return
         server = self.server
         size = len(data)
-        stats = server.stats
-        stats.net_input_bytes += size
-        stats.reads_processed += 1
+        server.stats.read_sizes.append(size)  # (total_reads_processed, total_net_input_bytes)
         client.last_interaction = server.cached_monotonic
         reader = self.reader
         # The common read: complete commands and nothing buffered before them (so no limit
@@ -251,7 +249,7 @@ class Connection(asyncio.Protocol):
     def eof_received(self) -> bool:
         # The read that finds the connection closed is a read event too, for INFO's
         # total_reads_processed as for Redis. (False: the transport closes itself.)
-        self.server.stats.reads_processed += 1
+        self.server.stats.read_sizes.append(0)
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:

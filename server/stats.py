@@ -16,11 +16,12 @@ class Stats:
     __slots__ = (
         "total_connections_received", "rejected_connections",
         "rejected_calls", "expired_keys", "evicted_keys", "keyspace_hits", "keyspace_misses",
-        "net_input_bytes", "net_output_bytes", "unexpected_error_replies", "total_error_replies",
+        "read_sizes", "_net_input_bytes", "net_output_bytes", "unexpected_error_replies",
+        "total_error_replies",
         "client_query_buffer_limit_disconnections", "client_output_buffer_limit_disconnections",
         "_samples", "_last_sample", "start_time", "errors", "errorstats_disabled",
         "total_forks", "latest_fork_usec", "fork_rate_gb_s",
-        "reads_processed", "writes_processed", "auth_failures", "acl_denied",
+        "_reads_processed", "writes_processed", "auth_failures", "acl_denied",
         "expire_cycle_usec", "expired_stale_perc", "expire_cycles_stopped_early",
         "over_maxmemory_seconds", "over_maxmemory_since",
     )
@@ -31,6 +32,24 @@ class Stats:
         # The last fork (not reset by CONFIG RESETSTAT, as in Redis).
         self.latest_fork_usec = 0
         self.fork_rate_gb_s = 0.0  # memory copied per second of fork(), for LATENCY DOCTOR
+
+    def fold_reads(self) -> None:
+        sizes = self.read_sizes
+        if sizes:
+            self._reads_processed += len(sizes)
+            self._net_input_bytes += sum(sizes)
+            sizes.clear()
+
+    @property
+    def net_input_bytes(self) -> int:
+        self.fold_reads()
+        return self._net_input_bytes
+
+    @property
+    def reads_processed(self) -> int:
+        """Socket reads (data_received calls, and the read that finds the connection closed)."""
+        self.fold_reads()
+        return self._reads_processed
 
     def note_fork(self, usec: int, latency: LatencyMonitor) -> None:
         """A child was forked (BGSAVE, BGREWRITEAOF) in `usec` microseconds."""
@@ -49,14 +68,18 @@ class Stats:
         self.evicted_keys = 0  # deleted by the maxmemory policy (server.eviction)
         self.keyspace_hits = 0
         self.keyspace_misses = 0
-        self.net_input_bytes = 0
+        # Each socket read appends its size (an EOF read 0): a list append allocates nothing,
+        # where two counters would allocate two ints a read. fold_reads() counts them, at
+        # every reading of the totals and once per event-loop pass (Server.write_clients).
+        self.read_sizes: list[int] = []
+        self._net_input_bytes = 0
+        self._reads_processed = 0
         self.net_output_bytes = 0
         self.unexpected_error_replies = 0
         self.total_error_replies = 0
         self.client_query_buffer_limit_disconnections = 0
         self.client_output_buffer_limit_disconnections = 0
         self.total_forks = 0
-        self.reads_processed = 0  # socket reads (data_received calls)
         self.writes_processed = 0  # socket writes of replies
         self.auth_failures = 0  # AUTH / HELLO AUTH with a wrong user or password
         # Commands refused by ACL rules, by reason (server/acl/access.py).

@@ -34,3 +34,18 @@ def test_time_above_maxmemory_adds_up_periods() -> None:
     assert stats.over_maxmemory_ms(110.25) == (1250, 250)
     stats.reset()
     assert stats.over_maxmemory_ms(111.0) == (0, 0)
+
+
+def test_reads_are_counted_from_their_sizes() -> None:
+    """A read appends its size (an EOF read 0); the totals count them when read, and
+    CONFIG RESETSTAT forgets them too."""
+    stats = Stats()
+    stats.read_sizes.extend((10, 0, 5))
+    assert stats.reads_processed == 3 and stats.net_input_bytes == 15
+    assert stats.read_sizes == []
+    stats.read_sizes.append(7)
+    stats.fold_reads()
+    assert (stats.reads_processed, stats.net_input_bytes) == (4, 22)
+    stats.read_sizes.append(1)
+    stats.reset()
+    assert (stats.reads_processed, stats.net_input_bytes) == (0, 0)
