@@ -121,9 +121,10 @@ def xadd(client: Client, argv: list[bytes]) -> object:
     if stream.last_id == MAX_ID:
         raise CommandError(MSG_EXHAUSTED)
     fields = argv[field_pos:]
+    # (only * takes the command's time: an explicit ID, as every XADD the AOF replays, needs none)
+    now_ms = client.server.command_time_ns // 1_000_000 if id_spec is None else None
     try:
-        new_id = stream.append(fields, id_spec, args.seq_given,
-                               client.server.command_time_ns // 1_000_000, max_bytes, max_entries)
+        new_id = stream.append(fields, id_spec, args.seq_given, now_ms, max_bytes, max_entries)
     except StreamError as exc:
         raise CommandError(str(exc)) from None
     id_bytes = format_id(new_id)
