@@ -135,6 +135,7 @@ class Stream:
         "_tail_master",
         "_tail_key",
         "_tail_names",
+        "_tail_field",  # _tail_names[0] when the master entry has one field, else None
         "_tail_count",
         "_tail_total",
         "_tail_nele",
@@ -157,6 +158,7 @@ class Stream:
         self._tail_master: StreamID = MIN_ID
         self._tail_key = b""  # id_to_key(_tail_master)
         self._tail_names: list[bytes] = []
+        self._tail_field: bytes | None = None
         self._tail_count = 0  # live entries in the tail node
         self._tail_total = 0  # live + deleted entries in the tail node
         self._tail_nele = 0  # the tail listpack's element count, as its header should hold it
@@ -196,6 +198,7 @@ class Stream:
         self._tail_master = key_to_id(key)
         self._tail_key = key
         self._tail_names = names
+        self._tail_field = names[0] if len(names) == 1 else None
         self._tail_count = count
         self._tail_total = count + deleted
         self._tail_nele = lp.buf[4] | (lp.buf[5] << 8)
@@ -253,6 +256,47 @@ class Stream:
         if new <= last:
             raise StreamIDError(MSG_ID_TOO_SMALL)
         return new
+
+    def append_pair(self, field: bytes, value: bytes, now_ms: int, max_bytes: int = 4096,
+                    max_entries: int = 100) -> StreamID:
+        """append([field, value], None, True, now_ms, max_bytes, max_entries): XADD key *
+        field value, most XADDs. Its usual case is written out here: the tail node has room,
+        its master entry has this one field, and the ID is the next one. Anything else (a new
+        node, another field, an exhausted sequence, unusual limits) takes append()."""
+        tail = self._tail
+        last = self.last_id
+        if (tail is not None and field == self._tail_field and last[1] < _M64
+                and 0 < max_bytes <= MAX_NODE_BYTES):
+            buf = tail.buf
+            total = self._tail_total
+            if (len(buf) + len(field) + len(value) < max_bytes
+                    and (not max_entries or total < max_entries)):
+                new = (now_ms, 0) if now_ms > last[0] else (last[0], last[1] + 1)
+                master = self._tail_master
+                ms_diff = new[0] - master[0]
+                seq_diff = new[1] - master[1]
+                # append()'s SAMEFIELDS entry for one field: flags, diffs, value, lp-count 4.
+                body = b"".join((_SAMEFIELDS, int_cached(ms_diff) or enc_diff(ms_diff),
+                                 int_cached(seq_diff) or enc_diff(seq_diff),
+                                 cached_element(value) or encode_element(value), _LP_COUNT_4,
+                                 _EOF))
+                # The rest is append()'s, for a body of 5 elements (see the comments there).
+                if not total % MARK_EVERY and tail.marks is not None:
+                    tail.marks += mark_bytes(len(buf) - 1 - node_layout(tail)[2])
+                del buf[-1]
+                buf += body
+                self._tail_nele += 5
+                self._tail_total = total + 1
+                count = self._tail_count = self._tail_count + 1
+                if count < 128 and buf[HEADER_SIZE] < 0x80:
+                    self._tail_behind = True
+                else:
+                    self._catch_up()
+                self.length += 1
+                self.entries_added += 1
+                self.last_id = new
+                return new
+        return self.append([field, value], None, True, now_ms, max_bytes, max_entries)
 
     def append(
         self,
@@ -319,16 +363,9 @@ class Stream:
             ms_enc = int_cached(ms_diff) or enc_diff(ms_diff)
             seq_enc = int_cached(seq_diff) or enc_diff(seq_diff)
             names = self._tail_names
-            if nfields == 2 and len(names) == 1 and fields[0] == names[0]:
-                # encode_entry's SAMEFIELDS case for one field (most XADDs): flags, diffs,
-                # the value (a cached encoding if short), lp-count 4.
-                value = fields[1]
-                body = b"".join((_SAMEFIELDS, ms_enc, seq_enc,
-                                 cached_element(value) or encode_element(value), _LP_COUNT_4,
-                                 _EOF))
-                nbody = 5
-            elif not nfields & 1 and fields[0::2] == names:
-                # The same for several fields.
+            if not nfields & 1 and fields[0::2] == names:
+                # The master entry's fields (SAMEFIELDS): flags, diffs, the values (cached
+                # encodings if short), lp-count.
                 values = fields[1::2]
                 encs = [*map(cached_element, values)]
                 if None in encs:  # encode the misses (encode_element caches short ones)
@@ -379,6 +416,7 @@ class Stream:
         self._tail_key = key
         self._tail_master = new
         self._tail_names = names
+        self._tail_field = names[0] if len(names) == 1 else None
         self._tail_count = 1
         self._tail_total = 1
         self._tail_nele = lp.buf[4] | (lp.buf[5] << 8)

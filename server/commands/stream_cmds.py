@@ -82,10 +82,15 @@ def xadd(client: Client, argv: list[bytes]) -> object:
             if type(stream) is not Stream:
                 raise WrongTypeError()
         server = client.server
-        fields = argv[3:]
         try:  # (an exhausted stream raises MSG_EXHAUSTED here)
-            new_id = stream.append(fields, None, True, server.command_time_ns // 1_000_000,
-                                   server.stream_node_max_bytes, server.stream_node_max_entries)
+            if len(argv) == 5:
+                new_id = stream.append_pair(argv[3], argv[4], server.command_time_ns // 1_000_000,
+                                            server.stream_node_max_bytes,
+                                            server.stream_node_max_entries)
+            else:
+                new_id = stream.append(argv[3:], None, True, server.command_time_ns // 1_000_000,
+                                       server.stream_node_max_bytes,
+                                       server.stream_node_max_entries)
         except StreamError as exc:
             raise CommandError(str(exc)) from None
         ms, seq = new_id  # format_id, with the milliseconds' text cached
@@ -94,7 +99,7 @@ def xadd(client: Client, argv: list[bytes]) -> object:
             _ms_text.text = b"%d" % ms
         id_bytes = _ms_text.text + (_SEQ_SUFFIX[seq] if seq < 256 else b"-%d" % seq)
         if server.propagate_hooks:
-            server.propagate(db, [b"XADD", key, id_bytes, *fields])
+            server.propagate(db, [b"XADD", key, id_bytes, *argv[3:]])
         else:
             server.dirty += 1  # all that propagate() does without an AOF
         if server.watched_keys or server.blocking.blocking_keys or server.tracking_active:

@@ -74,6 +74,7 @@ def check_invariants(s: Stream) -> None:
         count, deleted, names, _ = read_master(lp.buf)
         assert (s._tail_count, s._tail_total) == (count, count + deleted)
         assert s._tail_master == key_to_id(key) and s._tail_names == names
+        assert s._tail_field == (names[0] if len(names) == 1 else None)
         assert s._tail_key == key
     for _, lp in s.nodes():
         assert isinstance(lp, StreamNode)
@@ -1105,6 +1106,47 @@ def test_tail_left_behind_ends_byte_identical(data: st.DataObject) -> None:
     eager_nodes = [(key, bytes(lp.buf), lp.marks) for key, lp in eager.rax.items()]
     assert lazy_nodes == eager_nodes
     check_invariants(lazy)
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_append_pair_is_append_of_one_pair(data: st.DataObject) -> None:
+    """append_pair (XADD key * field value) and append() given the same pairs end with the
+    same IDs, nodes (byte for byte), marks and counts: in its usual case (written out), and
+    in every case it leaves to append() (new nodes, other fields, a clock gone back, an
+    exhausted sequence, limits of 0 or past a node's maximum)."""
+    max_entries = data.draw(st.sampled_from([0, 1, 3, 100, 200]), label="max_entries")
+    max_bytes = data.draw(st.sampled_from([0, 60, 90, 4096, MAX_NODE_BYTES + 1]),
+                          label="max_bytes")
+    pairs, plain = Stream(), Stream()
+    ms = 5
+    for _ in range(data.draw(st.integers(1, 25), label="steps")):
+        op = data.draw(st.sampled_from(["add", "add", "add", "many", "del", "trim", "top"]))
+        if op in ("add", "many"):
+            n = data.draw(st.integers(1, 150 if op == "many" else 3), label="n")
+            for i in range(n):
+                field = data.draw(st.sampled_from([b"a", b"a", b"b", b"x" * 40]), label="f")
+                value = VALUES[i % len(VALUES)]
+                ms = max(ms + data.draw(st.sampled_from([0, 0, 1, -2]), label="clock"), 0)
+                got = pairs.append_pair(field, value, ms, max_bytes, max_entries)
+                want = plain.append([field, value], None, True, ms, max_bytes, max_entries)
+                assert got == want
+        elif op == "del" and plain.length:
+            eid = data.draw(st.sampled_from([e[0] for e in live_entries(plain)]), label="del")
+            assert pairs.delete(eid) and plain.delete(eid)
+        elif op == "trim":
+            n = data.draw(st.integers(0, 20), label="maxlen")
+            assert pairs.trim("maxlen", n) == plain.trim("maxlen", n)
+        elif op == "top":  # the sequence at its end: the next * needs a new millisecond
+            last = (plain.last_id[0], UINT64_MAX)
+            pairs.set_id(last)
+            plain.set_id(last)
+        for s in (pairs, plain):
+            check_invariants(s)
+    for attr in ("length", "last_id", "first_id", "entries_added", "max_deleted_entry_id"):
+        assert getattr(pairs, attr) == getattr(plain, attr)
+    assert ([(key, bytes(lp.buf), lp.marks) for key, lp in pairs.rax.items()]
+            == [(key, bytes(lp.buf), lp.marks) for key, lp in plain.rax.items()])
 
 
 # --- byte-exact comparison with redis-server -----------------------------------------
