@@ -34,6 +34,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def user_seconds(pid: int) -> float:
+    """User-mode CPU time of a process (utime in /proc/PID/stat, 10 ms ticks): the part of
+    cpu_seconds that is the process's own code, the kernel's work for it left out."""
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        stat = fh.read()
+    return int(stat[stat.rindex(b")") + 2:].split()[11]) / CLOCK_TICKS
+
+
 def rss_bytes(pid: int) -> int:
     with open(f"/proc/{pid}/status") as fh:
         for line in fh:

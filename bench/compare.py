@@ -4,6 +4,9 @@ under the same redis-benchmark load in the same run (not a test).
 Single runs of bench/run.py move by 10% here, more than most changes are worth. This runs
 the load in many small shares, rotating over the three servers, so that each sees the
 same machine, and reports each checkout's ratio to Redis and their ratio to each other.
+User time (utime, in 10 ms ticks) is shown apart: about half of the CPU is the kernel's
+reads and writes, the same for every checkout, so a change to the Python shows twice as
+large there.
 
     git worktree add /tmp/base main
     python bench/compare.py /tmp/base . [--requests 200000] [--shares 20] [--pipeline 1]
@@ -55,6 +58,7 @@ def main() -> None:
             if common.SERVER_CPUS is not None:
                 os.sched_setaffinity(proc.proc.pid, common.SERVER_CPUS)  # type: ignore[union-attr]
         cpu = dict.fromkeys(servers, 0.0)
+        user = dict.fromkeys(servers, 0.0)
         share = args.requests // args.shares
         names = list(servers)
         load = ["-c", str(args.clients), "-n", str(share), "-P", str(args.pipeline),
@@ -62,17 +66,19 @@ def main() -> None:
         for turn in range(args.shares):
             for name in names[turn % 3:] + names[:turn % 3]:  # rotate who goes first
                 pid = servers[name].proc.pid  # type: ignore[union-attr]
-                before = common.cpu_seconds(pid)
+                before, user_before = common.cpu_seconds(pid), common.user_seconds(pid)
                 common.redis_benchmark(servers[name].port, load)
                 cpu[name] += common.cpu_seconds(pid) - before
+                user[name] += common.user_seconds(pid) - user_before
         per = {name: cpu[name] / (share * args.shares) * 1e6 for name in names}
+        per_user = {name: user[name] / (share * args.shares) * 1e6 for name in names}
         print(f"{args.command!r}, {args.clients} clients, pipeline {args.pipeline}, "
               f"{share * args.shares} requests each"
               + (", servers pinned to one CPU" if pinned else ""))
         for name in names:
             print(f"  {name:5} {per[name]:7.2f} us CPU/command  ratio to Redis "
-                  f"{per[name] / per['redis']:.3f}")
-        print(f"  B / A {per['B'] / per['A']:.3f}")
+                  f"{per[name] / per['redis']:.3f}  (user {per_user[name]:5.2f} us)")
+        print(f"  B / A {per['B'] / per['A']:.3f}  (user {per_user['B'] / per_user['A']:.3f})")
     finally:
         for proc in servers.values():
             proc.stop()
