@@ -264,17 +264,23 @@ class Stream:
         its master entry has this one field, and the ID is the next one. Anything else (a new
         node, another field, an exhausted sequence, unusual limits) takes append()."""
         tail = self._tail
-        last = self.last_id
-        if (tail is not None and field == self._tail_field and last[1] < _M64
-                and 0 < max_bytes <= MAX_NODE_BYTES):
+        ms, seq = self.last_id
+        # (a max_bytes of 0, no limit, fails the size test below: append() reads it)
+        if (tail is not None and field == self._tail_field and seq < _M64
+                and max_bytes <= MAX_NODE_BYTES):
             buf = tail.buf
             total = self._tail_total
             if (len(buf) + len(field) + len(value) < max_bytes
                     and (not max_entries or total < max_entries)):
-                new = (now_ms, 0) if now_ms > last[0] else (last[0], last[1] + 1)
-                master = self._tail_master
-                ms_diff = new[0] - master[0]
-                seq_diff = new[1] - master[1]
+                if now_ms > ms:
+                    ms = now_ms
+                    seq = 0
+                else:
+                    seq += 1
+                new = (ms, seq)
+                master_ms, master_seq = self._tail_master
+                ms_diff = ms - master_ms
+                seq_diff = seq - master_seq
                 # append()'s SAMEFIELDS entry for one field: flags, diffs, value, lp-count 4.
                 body = b"".join((_SAMEFIELDS, int_cached(ms_diff) or enc_diff(ms_diff),
                                  int_cached(seq_diff) or enc_diff(seq_diff),
