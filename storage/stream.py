@@ -286,22 +286,7 @@ class Stream:
                                  int_cached(seq_diff) or enc_diff(seq_diff),
                                  cached_element(value) or encode_element(value), _LP_COUNT_4,
                                  _EOF))
-                # The rest is append()'s, for a body of 5 elements (see the comments there).
-                if not total % MARK_EVERY and tail.marks is not None:
-                    tail.marks += mark_bytes(len(buf) - 1 - node_layout(tail)[2])
-                del buf[-1]
-                buf += body
-                self._tail_nele += 5
-                self._tail_total = total + 1
-                count = self._tail_count = self._tail_count + 1
-                if count < 128 and buf[HEADER_SIZE] < 0x80:
-                    self._tail_behind = True
-                else:
-                    self._catch_up()
-                self.length += 1
-                self.entries_added += 1
-                self.last_id = new
-                return new
+                return self._add_to_tail(tail, body, 5, total, new)
         return self.append([field, value], None, True, now_ms, max_bytes, max_entries)
 
     def append(
@@ -385,23 +370,33 @@ class Stream:
                     raise ValueError("fields must be a non-empty flat list of field/value pairs")
                 body, nbody = encode_entry(fields, ms_enc, seq_enc, False)
                 body += _EOF
-            if not total % MARK_EVERY and tail.marks is not None:  # keep the marks complete
-                tail.marks += mark_bytes(len(buf) - 1 - node_layout(tail)[2])
-            # tail.append_encoded(body, nbody): the body (which ends with the end byte)
-            # replaces the end byte. The header and the master count are written by
-            # _catch_up(), once for a run of appends (see _tail_behind), while the count
-            # stays a 7-bit uint: the node's size is then what it will be with them written,
-            # so the node-full test above sees the bytes Redis's does.
-            del buf[-1]
-            buf += body
-            self._tail_nele += nbody
-            self._tail_total = total + 1
-            count = self._tail_count = self._tail_count + 1
-            if count < 128 and buf[HEADER_SIZE] < 0x80:
-                self._tail_behind = True
-            else:
-                self._catch_up()
+            return self._add_to_tail(tail, body, nbody, total, new)
+        self.length += 1
+        self.entries_added += 1
+        self.last_id = new
+        return new
 
+    def _add_to_tail(self, tail: StreamNode, body: bytes, nbody: int, total: int,
+                     new: StreamID) -> StreamID:
+        """The end of append() and append_pair() for an entry that goes into the tail node:
+        `body` (its `nbody` elements, then the end byte) replaces the node's end byte.
+        `total` is the node's entries (live and deleted) before it."""
+        buf = tail.buf
+        if not total % MARK_EVERY and tail.marks is not None:  # keep the marks complete
+            tail.marks += mark_bytes(len(buf) - 1 - node_layout(tail)[2])
+        # tail.append_encoded(body, nbody), without the header: the header and the master
+        # count are written by _catch_up(), once for a run of appends (see _tail_behind),
+        # while the count stays a 7-bit uint: the node's size is then what it will be with
+        # them written, so the node-full test sees the bytes Redis's does.
+        del buf[-1]
+        buf += body
+        self._tail_nele += nbody
+        self._tail_total = total + 1
+        count = self._tail_count = self._tail_count + 1
+        if count < 128 and buf[HEADER_SIZE] < 0x80:
+            self._tail_behind = True
+        else:
+            self._catch_up()
         self.length += 1
         self.entries_added += 1
         self.last_id = new
