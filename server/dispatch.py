@@ -301,8 +301,9 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
             elif kind is bytes:
                 # A bulk string (XADD's ID, GET's value): encode_into's first case, uncalled
                 # (IndexError past the precomputed headers: a try costs nothing until it raises).
+                # One piece, not three: the before-sleep join hands a lone piece back uncopied.
                 try:
-                    client.out += (BULK_HEADERS[len(reply)], reply, CRLF)
+                    client.out.append(BULK_HEADERS[len(reply)] + reply + CRLF)
                 except IndexError:
                     encode_into(client.out, reply, client.protocol)
             else:
