@@ -109,7 +109,8 @@ class Stream:
     ``length`` live entries; ``last_id`` the last ID ever added (or XSETID);
     ``first_id`` of the first live entry (MIN_ID when empty);
     ``max_deleted_entry_id`` the largest ID removed by delete(); ``entries_added``
-    ever; ``cgroups`` / ``cgroups_ref``: None until the consumer-group module
+    ever (stored as ``length + _removed``, so that appending counts once);
+    ``cgroups`` / ``cgroups_ref``: None until the consumer-group module
     creates them (it owns their contents).
     """
 
@@ -122,7 +123,9 @@ class Stream:
         "last_id",
         "first_id",
         "max_deleted_entry_id",
-        "entries_added",
+        # entries_added - length: the entries deleted or trimmed since they were added, or
+        # what XSETID or a load sets. Whatever removes entries adds them here.
+        "_removed",
         "cgroups",
         "cgroups_ref",
         "lru",  # last access or access frequency (storage.access), set when stored
@@ -150,7 +153,7 @@ class Stream:
         self.last_id: StreamID = MIN_ID
         self.first_id: StreamID = MIN_ID
         self.max_deleted_entry_id: StreamID = MIN_ID
-        self.entries_added = 0
+        self._removed = 0
         self.cgroups: Rax | None = None
         self.cgroups_ref: Rax | None = None
         self.lru = 0
@@ -168,6 +171,15 @@ class Stream:
 
     def __len__(self) -> int:
         return self.length
+
+    @property
+    def entries_added(self) -> int:
+        """Entries ever added (XINFO STREAM's entries-added)."""
+        return self.length + self._removed
+
+    @entries_added.setter
+    def entries_added(self, value: int) -> None:
+        self._removed = value - self.length
 
     @property
     def rax(self) -> Rax:
@@ -372,7 +384,6 @@ class Stream:
                 body += _EOF
             return self._add_to_tail(tail, body, nbody, total, new)
         self.length += 1
-        self.entries_added += 1
         self.last_id = new
         return new
 
@@ -398,7 +409,6 @@ class Stream:
         else:
             self._catch_up()
         self.length += 1
-        self.entries_added += 1
         self.last_id = new
         return new
 
@@ -445,6 +455,7 @@ class Stream:
             if lp is self._tail:
                 self._tail_count -= 1  # _tail_total (live + deleted) is unchanged
         self.length -= 1
+        self._removed += 1
         if id > self.max_deleted_entry_id:
             self.max_deleted_entry_id = id
         if not self.length:

@@ -116,6 +116,7 @@ def _walk(
             rax.remove(key)
             s._node_changed(lp)  # type: ignore[arg-type]
             s.length -= count  # type: ignore[operator]
+            s._removed += count  # (entries_added stays)
             removed_total += count  # type: ignore[operator]
             item = _next_node(rax, key)
             continue
@@ -214,6 +215,7 @@ def _trim_node(
             buf[flags_off] = flags | FLAG_DELETED  # 7-bit uint element, same size
             removed += 1
             s.length -= 1
+            s._removed += 1
             if dead_end == flags_off:
                 dead_end = off
     finally:  # keep the node consistent even if a hook raised midway
