@@ -33,6 +33,7 @@ from common import (  # noqa: E402
     redis_benchmark,
     rss_bytes,
     start_pair,
+    user_seconds,
 )
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -75,7 +76,8 @@ def cpu_case(load: Callable[[int, int], int], total: int,
              ours_args: list[str] | None = None, floor: str = "",
              both_args: list[str] | None = None) -> dict[str, float]:
     """Run setup on each server, then `load(port, share)` in SHARES turns per server;
-    load returns the number of units (commands, entries) it did. Microseconds per unit.
+    load returns the number of units (commands, entries) it did. Microseconds per unit, and
+    of user time apart ("<name>_user": the process's own code, the kernel's work left out).
     With floor ("constant" or "append"), bench/floor_server.py stands in for ours."""
     ours, ref = start_pair(ours_args, both_args)
     if floor:
@@ -87,14 +89,18 @@ def cpu_case(load: Callable[[int, int], int], total: int,
             for _name, proc in servers:
                 setup(proc.port)
         cpu = {"redis": 0.0, "ours": 0.0}
+        user = {"redis": 0.0, "ours": 0.0}
         units = {"redis": 0, "ours": 0}
         for turn in range(SHARES):
             for name, proc in (servers if turn % 2 == 0 else servers[::-1]):
                 pid = proc.proc.pid  # type: ignore[union-attr]
-                before = cpu_seconds(pid)
+                before, user_before = cpu_seconds(pid), user_seconds(pid)
                 units[name] += load(proc.port, total // SHARES)
                 cpu[name] += cpu_seconds(pid) - before
-        return {name: cpu[name] / units[name] * 1e6 for name in cpu}
+                user[name] += user_seconds(pid) - user_before
+        result = {name: cpu[name] / units[name] * 1e6 for name in cpu}
+        result.update({f"{name}_user": user[name] / units[name] * 1e6 for name in user})
+        return result
     finally:
         ours.stop()
         ref.stop()
@@ -282,6 +288,10 @@ def main() -> None:
         if len(results) > 1:
             low, high = (r["ours"] / r["redis"] for r in (results[0], results[-1]))
             extra = f" (ratios over {len(results)} runs: {low:.2f}-{high:.2f})"
+        if "ours_user" in result:
+            # (10 ms ticks: about 1% of a case's user time)
+            extra += (f" (of which user time: ours {result['ours_user']:.2f}, "
+                      f"Redis {result['redis_user']:.2f})")
         if key == "block":
             extra += (f" (server CPU per wake-up: ours {result['ours_cpu_ms']:.1f} ms, "
                       f"Redis {result['redis_cpu_ms']:.1f} ms)")
