@@ -27,6 +27,7 @@ from server.heap import HeapTrimmer
 from server.latency import LatencyMonitor
 from server.log import Logger
 from server.pause import ClientPause
+from server.persistence_errors import StartupError
 from server.pubsub import PubSub
 from server.stats import Stats
 from server.tracking import Tracking
@@ -122,6 +123,7 @@ class Server:
         # commandTimeSnapshot, which XADD's * takes (set by dispatch's call and run_commands).
         self.command_time_ns = time.time_ns()
         self.tcp_port = config["port"]
+        self.unix_listening = False  # (the unixsocket file is ours to remove at shutdown)
         self.loading = False
         self.persistence: Any = None  # server.persistence manager, when enabled
         self.debug_handlers: dict[str, Callable[[Client, list[bytes]], Any]] = {}
@@ -542,11 +544,12 @@ class Server:
         from server.connection import Connection
 
         port = self.config["port"]
-        for address in self.config["bind"]:
+        backlog = self.config["tcp-backlog"]
+        for address in self.config["bind"] if port else ():  # (port 0: no TCP listener)
             host = address.lstrip("-")
             try:
                 listener = await self.loop.create_server(
-                    lambda: Connection(self), host, port, reuse_address=True, backlog=511,
+                    lambda: Connection(self), host, port, reuse_address=True, backlog=backlog,
                     family=socket.AF_INET6 if ":" in host else socket.AF_INET,
                 )
             except OSError as exc:
@@ -555,10 +558,35 @@ class Server:
                 raise OSError(exc.errno, f"Could not create server TCP listening socket "
                                          f"{host}:{port}: {exc.strerror}") from exc
             self.listeners.append(listener)
-            if port == 0:
-                self.tcp_port = listener.sockets[0].getsockname()[1]
         self._set_listeners_keepalive(self.config["tcp-keepalive"])
         self.config.on_change("tcp-keepalive", self._set_listeners_keepalive)
+        if self.listeners:
+            self.log.notice(f"Ready to accept connections tcp on port {port}")
+        path = self.config["unixsocket"]
+        if path:
+            await self._listen_unix(path, backlog)
+        if not self.listeners:
+            raise StartupError("Configured to not listen anywhere, exiting.")
+
+    async def _listen_unix(self, path: str, backlog: int) -> None:
+        """The unixsocket listener, as Redis's: a file left at the path goes first (a
+        previous run's), unixsocketperm sets its mode, and failing to listen ends the start."""
+        from server.connection import Connection
+
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        try:
+            listener = await self.loop.create_unix_server(
+                lambda: Connection(self), path, backlog=backlog)
+            perm = self.config["unixsocketperm"]
+            if perm:
+                os.chmod(path, perm)
+        except OSError as exc:
+            raise StartupError(f"Failed opening Unix socket: bind: {exc.strerror or exc}"
+                               ) from None
+        self.listeners.append(listener)
+        self.unix_listening = True
+        self.log.notice("Ready to accept connections unix")
 
     def _set_listeners_keepalive(self, interval: int) -> None:
         """tcp-keepalive for the connections accepted from now on (see set_keepalive)."""
@@ -576,12 +604,11 @@ class Server:
         from server.connection import adjust_open_files_limit
 
         adjust_open_files_limit(self)
+        self.log.notice(f"Server initialized, xstreamd (Redis {VERSION} compatible)")
         await self.listen()
         for sig in (signal.SIGTERM, signal.SIGINT):
             self.loop.add_signal_handler(sig, self._shutdown_signal, sig)
         self.loop.add_signal_handler(signal.SIGHUP, self.log.reopen)
-        self.log.notice(f"Server initialized, xstreamd (Redis {VERSION} compatible)")
-        self.log.notice(f"Ready to accept connections tcp on port {self.tcp_port}")
         self.loop.call_later(1.0 / self.config["hz"], self.cron)
         force = await self.shutdown_requested
         await self.shutdown(force)
@@ -632,4 +659,10 @@ class Server:
         for client in list(self.clients.values()):
             if client.sink is not None:
                 client.sink.close_client()
+        if self.unix_listening:
+            self.log.notice("Removing the unix socket file.")
+            try:
+                os.unlink(self.config["unixsocket"])
+            except OSError as exc:
+                self.log.warning(f"Error removing the unix socket file: {exc.strerror}")
         self.log.warning("xstreamd is now ready to exit, bye bye...")

@@ -44,7 +44,7 @@ class Client:
         "blocked", "out", "close_after_reply", "closed",
         "monitor", "no_evict", "no_touch", "pending_write", "argv_bytes", "user",
         "obl_soft_since", "pending_cmds", "aof_woff", "block_exec_us", "subs", "subscribed",
-        "checked_path", "acl_checked", "waiting_pushes", "tracking", "scripted",
+        "checked_path", "acl_checked", "waiting_pushes", "tracking", "scripted", "unix_socket",
     )
 
     def __init__(self, client_id: int, server: Server, sink: ClientSink | None,
@@ -54,6 +54,7 @@ class Client:
         self.sink = sink
         self.addr = addr
         self.laddr = laddr
+        self.unix_socket = False  # connected through the unixsocket (CLIENT LIST's flag U)
         self.name = b""
         self.lib_name = b""
         self.lib_ver = b""
@@ -155,7 +156,10 @@ class Client:
         return self.db.id
 
     def flags_text(self) -> str:
-        flags = "P" if self.subscribed else ""
+        """CLIENT LIST's flags, in the order Redis writes them."""
+        flags = "O" if self.monitor else ""
+        if self.subscribed:
+            flags += "P"
         if self.multi is not None:
             flags += "x"
         if self.blocked is not None:
@@ -167,12 +171,12 @@ class Client:
                 flags += "R"
             if tracking.bcast:
                 flags += "B"
-        if self.monitor:
-            flags += "O"
-        if self.close_after_reply:
-            flags += "c"
         if self.cas_dirty:
             flags += "d"
+        if self.close_after_reply:
+            flags += "c"
+        if self.unix_socket:
+            flags += "U"
         if self.no_evict:
             flags += "e"
         if self.no_touch:

@@ -175,6 +175,26 @@ def _render_percentiles(values: list[float]) -> str:
     return " ".join(map(format_percentile, values))
 
 
+_OCTAL = re.compile(r"[ \t\n\v\f\r]*[+-]?[0-7]+")
+
+
+def _octal_perm(text: str) -> int:
+    """unixsocketperm, as strtoll reads base 8 with nothing allowed after the number (an
+    empty value reads as 0), then 0 to 0777."""
+    if not text:
+        return 0
+    if not _OCTAL.fullmatch(text):
+        raise ConfigError("argument couldn't be parsed as an octal number")
+    value = int(text.lstrip(" \t\n\v\f\r"), 8)
+    if not 0 <= value <= 0o777:
+        raise ConfigError("argument must be between 0 and 777 inclusive")
+    return value
+
+
+def _render_octal(value: int) -> str:
+    return f"{value:o}"
+
+
 def _hz(text: str) -> int:
     """Any int is accepted; the value is clamped to 1..500 (CONFIG_MIN_HZ/CONFIG_MAX_HZ)."""
     return min(500, max(1, _int_range(0, 2**31 - 1)(text)))
@@ -203,6 +223,10 @@ _MAX = 2**63 - 1
 OPTIONS: list[OptionSpec] = [
     OptionSpec("port", 6379, _int_range(0, 65535), mutable=False),
     OptionSpec("bind", ["127.0.0.1"], lambda t: t.split(), mutable=False),
+    OptionSpec("tcp-backlog", 511, _int_range(0, 2**31 - 1), mutable=False),
+    # A Unix socket to listen on as well ("": none), and its file mode (0: as created).
+    OptionSpec("unixsocket", "", _string, mutable=False),
+    OptionSpec("unixsocketperm", 0, _octal_perm, mutable=False, render=_render_octal),
     OptionSpec("databases", 16, _int_range(1, 2**31 - 1), mutable=False),
     OptionSpec("requirepass", "", _string),
     OptionSpec("protected-mode", True, parse_bool),
@@ -324,8 +348,9 @@ class Config:
 
         match = compile_glob(pattern.lower().encode())
         for spec in OPTIONS:
-            if match(spec.name.encode()):
-                yield spec.name
+            for name in (spec.name, *spec.aliases):  # (an alias answers under its own name)
+                if match(name.encode()):
+                    yield name
 
 
 class ConfigLine:

@@ -31,7 +31,7 @@ MEMORY_OPTIONS = frozenset(spec.name for spec in OPTIONS if isinstance(spec.pars
 ENUM_OPTIONS = frozenset(spec.name for spec in OPTIONS if isinstance(spec.parse, Choice))
 # String options whose Redis default is NULL (EMPTY_STRING_IS_NULL, or requirepass's special
 # rewrite): when empty they are not written at all and the file's lines for them are blanked.
-NULL_WHEN_EMPTY = frozenset({"requirepass", "pidfile"})
+NULL_WHEN_EMPTY = frozenset({"requirepass", "pidfile", "unixsocket"})
 
 _OBL_CLASSES = ("normal", "replica", "pubsub")
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\a": "\\a",
@@ -109,7 +109,8 @@ def option_lines(spec: OptionSpec, value: Any, cwd: str) -> list[Line]:
     if isinstance(value, bool):
         return [(f"{name} {'yes' if value else 'no'}", force)]
     if isinstance(value, int):
-        text = format_memory(value) if name in MEMORY_OPTIONS else str(value)
+        # (spec.render: unixsocketperm is written in octal, as CONFIG GET shows it)
+        text = format_memory(value) if name in MEMORY_OPTIONS else spec.render(value)
         return [(f"{name} {text}", force)]
     if isinstance(value, str):
         return [(f"{name} {value if name in ENUM_OPTIONS else quote(value)}", force)]

@@ -101,12 +101,14 @@ class Connection(asyncio.Protocol):
             return
         config = server.config
         peer = transport.get_extra_info("peername")
+        sock = transport.get_extra_info("sockname")
+        unix = isinstance(sock, str)  # (a Unix socket's name is its path: a local peer)
         # Admission as in Redis's acceptCommonHandler / clientAcceptHandler: a refused
         # connection gets one error line and never becomes a client.
         refusal = None
         if len(server.clients) >= config["maxclients"]:
             refusal = MAX_CLIENTS_TEXT
-        elif (config["protected-mode"] and server.acl.users.default.nopass
+        elif (config["protected-mode"] and server.acl.users.default.nopass and not unix
               and not binds_loopback_only(config["bind"])):
             host = str(peer[0]) if isinstance(peer, tuple) else ""
             if not is_loopback_host(host):
@@ -116,8 +118,12 @@ class Connection(asyncio.Protocol):
             transport.write(b"-" + refusal.encode() + b"\r\n")  # type: ignore[attr-defined]
             transport.close()
             return
-        sock = transport.get_extra_info("sockname")
-        client = server.new_client(self, _format_addr(peer), _format_addr(sock))
+        if unix:  # both ends are named after the socket's path, as in Redis
+            addr = laddr = f"{config['unixsocket']}:0"
+        else:
+            addr, laddr = _format_addr(peer), _format_addr(sock)
+        client = server.new_client(self, addr, laddr)
+        client.unix_socket = unix
         self.client = client
         self.reader.unauthenticated = not client.authenticated
         if server.log.level <= 1:  # verbose

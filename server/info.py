@@ -47,7 +47,6 @@ def _server(s: Server) -> Fields:
 
     now = time.time()
     uptime = int(now - s.start_time)
-    binds = " ".join(a.lstrip("-") for a in s.config["bind"])
     return [
         ("redis_version", VERSION), ("redis_git_sha1", "00000000"), ("redis_git_dirty", 0),
         ("redis_build_id", "0"), ("redis_mode", "standalone"),
@@ -61,9 +60,22 @@ def _server(s: Server) -> Fields:
         ("configured_hz", s.config["hz"]), ("lru_clock", int(now) & ((1 << 24) - 1)),
         ("executable", os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""),
         ("config_file", s.config.config_file), ("io_threads_active", 0),
-        ("listener0", f"name=tcp,bind={binds},port={s.tcp_port}"),
+        *_listeners(s),
         ("xstreamd_version", XSTREAMD_VERSION), ("python_version", platform.python_version()),
     ]
+
+
+def _listeners(s: Server) -> Fields:
+    """One line per kind of listener, numbered by kind as Redis's connection types (0 tcp,
+    1 unix): its addresses as configured, then its port."""
+    config = s.config
+    fields: Fields = []
+    if config["port"]:
+        binds = ",".join(f"bind={address}" for address in config["bind"])
+        fields.append(("listener0", f"name=tcp,{binds},port={config['port']}"))
+    if s.unix_listening:
+        fields.append(("listener1", f"name=unix,bind={config['unixsocket']}"))
+    return fields
 
 
 def _clients(s: Server) -> Fields:

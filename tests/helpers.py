@@ -44,12 +44,18 @@ class ServerProcess:
         port: int | None = None,
         root: Path = REPO_ROOT,
         python: str | None = None,
+        unix_socket: str | None = None,
+        tcp: bool = True,
     ) -> None:
         self.kind = kind
         self.root = root  # the checkout whose server runs (bench/compare.py runs two)
         self.python = python or sys.executable  # the interpreter that runs ours
         self.port = port or free_port()
         self.host = "127.0.0.1"
+        # unix_socket: also listen there (--unixsocket); tcp False: on no TCP port at all
+        # (--port 0), so readiness is checked on the Unix socket.
+        self.unix_socket = unix_socket
+        self.tcp = tcp
         self.extra_args = list(extra_args or [])
         self._own_dir = workdir is None
         self.dir = workdir or tempfile.mkdtemp(prefix=f"{kind}-test-")
@@ -57,18 +63,33 @@ class ServerProcess:
         self.log_path = os.path.join(self.dir, "server.log")
 
     def command(self) -> list[str]:
+        port = str(self.port) if self.tcp else "0"
+        listen = ["--unixsocket", self.unix_socket] if self.unix_socket else []
         if self.kind == "redis":
             exe = redis_server_path()
             if exe is None:
                 raise RuntimeError("redis-server is not installed")
             return [
-                exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                "--appendonly", "no", "--dir", self.dir, *self.extra_args,
+                exe, "--port", port, "--bind", "127.0.0.1", "--save", "",
+                "--appendonly", "no", "--dir", self.dir, *listen, *self.extra_args,
             ]
         return [
-            self.python, "-m", "server", "--port", str(self.port), "--dir", self.dir,
+            self.python, "-m", "server", "--port", port, "--dir", self.dir, *listen,
             *self.extra_args,
         ]
+
+    def connect(self, timeout: float = 0.5) -> socket.socket:
+        """A raw connection: to the TCP port, or to the Unix socket when there is no port."""
+        if self.tcp:
+            return socket.create_connection((self.host, self.port), timeout=timeout)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        try:
+            sock.connect(self.unix_socket or "")
+        except OSError:
+            sock.close()
+            raise
+        return sock
 
     def start(self, timeout: float = 15.0) -> ServerProcess:
         log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child's lifetime
@@ -87,7 +108,7 @@ class ServerProcess:
             if self.proc is not None and self.proc.poll() is not None:
                 raise RuntimeError(f"server exited early:\n{self.read_log()}")
             try:
-                with socket.create_connection((self.host, self.port), timeout=0.5) as sock:
+                with self.connect() as sock:
                     sock.sendall(b"*1\r\n$4\r\nPING\r\n")
                     if sock.recv(64).startswith((b"+PONG", b"-NOAUTH", b"-LOADING")):
                         return

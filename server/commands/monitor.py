@@ -62,7 +62,10 @@ def _repr_arg(arg: bytes) -> str:
 
 
 def format_monitor_line(client: Client, argv: list[bytes]) -> SimpleString:
-    """`+1700000000.123456 [0 127.0.0.1:5555] "cmd" "arg"` with Redis's escaping."""
+    """`+1700000000.123456 [0 127.0.0.1:5555] "cmd" "arg"` with Redis's escaping (a Unix
+    socket's client shows as `unix:<path>`)."""
     now = time.time()
     args = " ".join('"' + _repr_arg(a) + '"' for a in redacted_args(argv))
-    return SimpleString(f"{now:.6f} [{client.db.id} {client.addr}] {args}")
+    origin = (f"unix:{client.server.config['unixsocket']}" if client.unix_socket
+              else client.addr)
+    return SimpleString(f"{now:.6f} [{client.db.id} {origin}] {args}")

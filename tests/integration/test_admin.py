@@ -257,7 +257,10 @@ def test_config_get(c: Conn) -> None:
         several = r.execute_command("CONFIG", "GET", "hz", "timeout", "hz")
         assert several == {b"hz": b"10", b"timeout": b"0"}
         assert set(r.config_get("*")) >= {"port", "bind", "databases", "maxclients", "dir",
-                                           "appendonly", "appendfsync", "save", "requirepass"}
+                                           "appendonly", "appendfsync", "save", "requirepass",
+                                           "lua-time-limit", "busy-reply-threshold"}
+        # A pattern matches an option's alias too, answered under the alias.
+        assert r.config_get("lua*") == {"lua-time-limit": "5000"}
     finally:
         r.close()
     assert c.call("CONFIG", "GET") == arity("config|get")

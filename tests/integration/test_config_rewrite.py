@@ -217,6 +217,23 @@ user default on sanitize-payload #{password_hash} ~* &* +@all
 """
 
 
+def test_listening_options_are_rewritten_as_given(tmp_path: Path) -> None:
+    """unixsocketperm keeps its octal form; an unset unixsocket writes nothing."""
+    sock = tmp_path / "xs.sock"
+    conf = tmp_path / "test.conf"
+    conf.write_text(f"unixsocket {sock}\nunixsocketperm 755\ntcp-backlog 100\n")
+    with started(TARGET, conf) as (_, r):
+        assert r.config_get("unixsocketperm") == {"unixsocketperm": "755"}
+        rewrite_ok(r)
+    assert conf.read_text().split(SIGNATURE)[0] == (
+        f'unixsocket "{sock}"\nunixsocketperm 755\ntcp-backlog 100\n\n')
+    plain = tmp_path / "plain.conf"
+    plain.write_text("hz 10\n")
+    with started(TARGET, plain) as (_, r):
+        rewrite_ok(r)
+    assert "unixsocket" not in plain.read_text()
+
+
 # -- errors and edge cases ---------------------------------------------------------------------
 def test_without_a_config_file() -> None:
     with ServerProcess(TARGET, extra_args=["--appendonly", "no"]) as proc:

@@ -295,6 +295,25 @@ def test_client_info_flags_and_multi(c: Conn) -> None:
     assert b" flags=x " in reply and b" multi=3 " in reply
 
 
+def test_client_list_flags_in_redis_order(c: Conn, srv: ServerProcess) -> None:
+    """Several flags at once come in Redis's order: O first, then P x b t R B d c U e T."""
+    watcher, monitor = Conn(srv), Conn(srv)
+    try:
+        watcher.call("WATCH", "k")
+        c.call("SET", "k", "touched")
+        watcher.call("MULTI")
+        monitor.call("CLIENT", "TRACKING", "ON")
+        monitor.call("MONITOR")
+        flags = {}
+        for line in c.call("CLIENT", "LIST").decode().split("\r\n")[1].splitlines():
+            fields = dict(field.split("=", 1) for field in line.split())
+            flags[fields["cmd"]] = fields["flags"]
+        assert flags == {"multi": "xd", "monitor": "Ot", "client|list": "N"}
+    finally:
+        watcher.close()
+        monitor.close()
+
+
 def test_client_kill(c: Conn, srv: ServerProcess) -> None:
     victim = Conn(srv)
     try:

@@ -228,7 +228,8 @@ def test_rewritten_file_loads_back_to_the_same_values(tmp_path: Path) -> None:
         "maxmemory-samples": "7", "maxmemory-eviction-tenacity": "20",
         "lfu-log-factor": "3", "lfu-decay-time": "0", "tracking-table-max-keys": "0",
         "aclfile": "/tmp/users file.acl", "acl-pubsub-default": "allchannels",
-        "busy-reply-threshold": "1234",
+        "busy-reply-threshold": "1234", "tcp-backlog": "77",
+        "unixsocket": "/tmp/my sock.sock", "unixsocketperm": "750",
     }
     assert set(values) == {spec.name for spec in OPTIONS}, "cover every option"
     config = Config()
