@@ -177,3 +177,30 @@ def test_idempotent_batch_write_retry_adds_nothing(
     assert sorted(stream_values(r, "once2", "v")) == sorted(v for (v,) in rows)
     markers = r.keys("once2:xstream-batch:*")
     assert len(markers) == 2 and all(0 < r.ttl(key) <= 86_400 for key in markers)
+
+
+def test_write_and_read_through_a_unix_socket(spark: Any) -> None:
+    """unixSocket connects the source and the sink to a server that has no TCP port."""
+    import shutil
+    import tempfile
+
+    from tests.helpers import TARGET, ServerProcess
+
+    sock_dir = tempfile.mkdtemp(prefix="xs-")
+    path = f"{sock_dir}/xs.sock"
+    proc = ServerProcess(TARGET, extra_args=["--appendonly", "no"], unix_socket=path,
+                         tcp=False).start()
+    try:
+        conn = {"unixSocket": path}
+        rows = [(f"v{i}",) for i in range(12)]
+        df = spark.createDataFrame(rows, "v string").repartition(2)
+        df.write.format("xstream").options(**conn).option("stream", "local").mode(
+            "append").save()
+        r = redis.Redis(unix_socket_path=path)
+        assert r.xlen("local") == 12
+        back = _read(spark, conn, streams="local").collect()
+        assert sorted(row.fields["v"] for row in back) == sorted(v for (v,) in rows)
+        r.close()
+    finally:
+        proc.stop()
+        shutil.rmtree(sock_dir, ignore_errors=True)
