@@ -118,9 +118,12 @@ def _memory(s: Server) -> Fields:
         ("maxmemory", maxmemory), ("maxmemory_human", human_bytes(maxmemory)),
         ("maxmemory_policy", s.config["maxmemory-policy"]),
         ("mem_fragmentation_ratio", "1.00"), ("mem_fragmentation_bytes", 0),
-        ("mem_not_counted_for_evict", 0), ("mem_clients_slaves", 0),
-        ("mem_clients_normal", mh.clients_normal), ("mem_aof_buffer", 0),
-        ("mem_allocator", "libc"), ("lazyfree_pending_objects", 0), ("lazyfreed_objects", 0),
+        ("mem_not_counted_for_evict", 0),
+        # No replication, cluster or defragmenter here: what they would hold is nothing.
+        ("mem_replication_backlog", 0), ("mem_total_replication_buffers", 0),
+        ("mem_clients_slaves", 0), ("mem_clients_normal", mh.clients_normal),
+        ("mem_cluster_links", 0), ("mem_aof_buffer", 0), ("mem_allocator", "libc"),
+        ("active_defrag_running", 0), ("lazyfree_pending_objects", 0), ("lazyfreed_objects", 0),
     ]
 
 
