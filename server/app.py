@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from protocol.encoder import encode_into
+from protocol.encoder import ErrorReply, encode_into
 from server import command_stats, notify
 from server.acl.access import AccessControl
 from server.blocking import POSTPONE, Blocking, BlockRequest, timeout_reply
@@ -29,6 +29,8 @@ from server.log import Logger
 from server.pause import ClientPause
 from server.persistence_errors import StartupError
 from server.pubsub import PubSub
+from server.shutdown_flags import FAILED as SHUTDOWN_FAILED
+from server.shutdown_flags import FORCE, NOSAVE
 from server.stats import Stats
 from server.tracking import Tracking
 from storage.access import AccessClock
@@ -91,7 +93,10 @@ class Server:
         self.propagate_hooks: list[PropagateHook] = []
         self.before_sleep_hooks: list[Callable[[], None]] = []
         self.cron_hooks: list[Callable[[], None]] = []
-        self.shutdown_hooks: list[Callable[[bool], None]] = []
+        # Run at shutdown with its flags (server/shutdown_flags.py); False: it can't be done
+        # (the final save failed), so the server does not exit.
+        self.shutdown_hooks: list[Callable[[int], bool]] = []
+        self.shutdown_waiters: list[Client] = []  # clients whose SHUTDOWN is under way
         self.refusal_checks: list[Callable[[Client, CommandSpec], str | None]] = []
         self.watched_keys: dict[tuple[int, bytes], set[Client]] = {}
         self.monitors: list[Client] = []
@@ -113,7 +118,7 @@ class Server:
         self.listeners: list[asyncio.AbstractServer] = []
         self.run_id = os.urandom(20).hex()
         self.start_time = time.time()
-        self.shutdown_requested: asyncio.Future[bool] | None = None
+        self.shutdown_requested: asyncio.Future[int] | None = None  # its result: the flags
         self.cron_loops = 0
         # time.monotonic() as of the last cron tick, as Redis's server.unixtime: what a read
         # stamps on its client (CLIENT LIST's idle=, the idle timeout: whole seconds) without
@@ -610,15 +615,19 @@ class Server:
             self.loop.add_signal_handler(sig, self._shutdown_signal, sig)
         self.loop.add_signal_handler(signal.SIGHUP, self.log.reopen)
         self.loop.call_later(1.0 / self.config["hz"], self.cron)
-        force = await self.shutdown_requested
-        await self.shutdown(force)
+        while not self.finish_shutdown(await self.shutdown_requested):
+            self.shutdown_requested = self.loop.create_future()  # it failed: serve on
 
-    def request_shutdown(self, nosave: bool,
+    def request_shutdown(self, flags: int,
                          message: str = "Received shutdown request, scheduling shutdown...",
-                         ) -> None:
+                         client: Client | None = None) -> None:
+        """Shut down once this event-loop pass ends, with these SHUTDOWN flags; `client`
+        (who sent SHUTDOWN) gets an error if it fails."""
+        if client is not None:
+            self.shutdown_waiters.append(client)
         if self.shutdown_requested is not None and not self.shutdown_requested.done():
             self.log.warning(message)
-            self.shutdown_requested.set_result(nosave)
+            self.shutdown_requested.set_result(flags)
 
     def _shutdown_signal(self, sig: int) -> None:
         """SIGTERM/SIGINT: a graceful shutdown, as Redis's sigShutdownHandler; a second
@@ -629,21 +638,39 @@ class Server:
                 os._exit(1)
             return
         name = signal.Signals(sig).name
-        self.request_shutdown(False, f"Received {name} scheduling shutdown...")
+        flags = self.config["shutdown-on-sigint" if sig == signal.SIGINT else
+                             "shutdown-on-sigterm"]
+        self.request_shutdown(flags, f"Received {name} scheduling shutdown...")
 
-    async def shutdown(self, nosave: bool) -> None:
+    def finish_shutdown(self, flags: int) -> bool:
+        """prepareForShutdown and finishShutdown: the replies of the last commands go out,
+        the persistence hooks flush the AOF and save the final snapshot, then everything
+        closes. False, with the server still serving, when a hook could not do its part
+        (a failed final save without FORCE): nothing kept in memory only is given up."""
         self.log.warning("User requested shutdown...")
+        self.before_sleep()
+        for hook in self.shutdown_hooks:
+            if not hook(flags):
+                self.log.warning("Errors trying to shut down the server. Check the logs for "
+                                 "more information.")
+                waiters, self.shutdown_waiters = self.shutdown_waiters, []
+                for client in waiters:
+                    if not client.closed:
+                        self.write_reply(client, ErrorReply(SHUTDOWN_FAILED))
+                return False
         for listener in self.listeners:
             listener.close()
-        self.before_sleep()
-        self._shutdown_steps(nosave)
+        self._close_everything()
+        return True
 
     def shutdown_during_script(self) -> NoReturn:
         """SHUTDOWN NOSAVE while a script is busy (the script holds the event loop): the
         shutdown's steps here and now, then the process ends, as Redis's exit(0). The busy
         script's effects are dropped: it has not ended, so nothing of it was logged."""
         self.log.warning("User requested shutdown...")
-        self._shutdown_steps(True)
+        for hook in self.shutdown_hooks:
+            hook(NOSAVE | FORCE)  # (the process ends here whatever they manage)
+        self._close_everything()
         pidfile = self.config["pidfile"]
         if pidfile:
             with contextlib.suppress(OSError):
@@ -653,9 +680,8 @@ class Server:
                 stream.flush()
         os._exit(0)
 
-    def _shutdown_steps(self, nosave: bool) -> None:
-        for hook in self.shutdown_hooks:
-            hook(nosave)
+    def _close_everything(self) -> None:
+        """The shutdown's last steps: every client closed, the unix socket removed."""
         for client in list(self.clients.values()):
             if client.sink is not None:
                 client.sink.close_client()

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from server import shutdown_flags
 from server.parsing import is_canonical_int
 
 
@@ -195,6 +196,13 @@ def _render_octal(value: int) -> str:
     return f"{value:o}"
 
 
+def _shutdown_on_signal(text: str) -> int:
+    try:
+        return shutdown_flags.parse_option(text)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def _hz(text: str) -> int:
     """Any int is accepted; the value is clamped to 1..500 (CONFIG_MIN_HZ/CONFIG_MAX_HZ)."""
     return min(500, max(1, _int_range(0, 2**31 - 1)(text)))
@@ -287,6 +295,9 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("tracking-table-max-keys", 1000000, _int_range(0, _MAX)),
     OptionSpec("notify-keyspace-events", 0, _notify_flags, render=_render_notify_flags),
     OptionSpec("enable-debug-command", "no", Choice("no", "yes", "local"), mutable=False),
+    # The SHUTDOWN flags a signal's shutdown takes (0: "default", as plain SHUTDOWN).
+    OptionSpec("shutdown-on-sigint", 0, _shutdown_on_signal, render=shutdown_flags.render_option),
+    OptionSpec("shutdown-on-sigterm", 0, _shutdown_on_signal, render=shutdown_flags.render_option),
 ]
 
 _BY_NAME: dict[str, OptionSpec] = {}

@@ -10,7 +10,7 @@ import re
 import time
 
 from protocol.encoder import OK, Push, Raw, SetReply, SimpleString, Verbatim, encode
-from server import command_stats
+from server import command_stats, shutdown_flags
 from server.blocking import BlockRequest
 from server.client import Client
 from server.commands import command_cmd, monitor  # noqa: F401 - register COMMAND, MONITOR
@@ -336,32 +336,36 @@ def _debug_object(client: Client, key: bytes) -> object:
          categories=_ADMIN, summary="Synchronously saves the database(s) to disk and shuts down "
          "the Redis server.", group="server")
 def shutdown(client: Client, argv: list[bytes]) -> object:
-    nosave = save = abort = False
+    flags = 0
+    abort = False
     for opt in argv[1:]:
         low = opt.lower()
-        if low == b"nosave":
-            nosave = True
-        elif low == b"save":
-            save = True
-        elif low == b"abort":
+        if low == b"abort":
             abort = True
-        elif low not in (b"now", b"force"):
+        elif low in _SHUTDOWN_FLAGS:
+            flags |= _SHUTDOWN_FLAGS[low]
+        else:
             raise CommandError(SYNTAX)
-    if (nosave and save) or (abort and len(argv) > 2):
+    if (flags & shutdown_flags.SAVE and flags & shutdown_flags.NOSAVE) or (
+            abort and len(argv) > 2):
         raise CommandError(SYNTAX)
     if abort:  # shutdown here never waits (no replicas), so there is nothing to abort
         raise CommandError("ERR No shutdown in progress.")
     if client.multi is not None or client.in_exec:
         raise CommandError("ERR Command not allowed inside a transaction")
     if client.server.script_busy:  # (server/scripting/busy.py)
-        if not nosave:
+        if not flags & shutdown_flags.NOSAVE:
             raise CommandError(client.server.script_busy)
         client.server.shutdown_during_script()
-    client.server.request_shutdown(nosave)
+    client.server.request_shutdown(flags, client=client)
     # Like Redis, a successful SHUTDOWN answers nothing: the connection just closes.
     from server.dispatch import NO_REPLY
 
     return NO_REPLY
+
+
+_SHUTDOWN_FLAGS = {b"save": shutdown_flags.SAVE, b"nosave": shutdown_flags.NOSAVE,
+                   b"now": shutdown_flags.NOW, b"force": shutdown_flags.FORCE}
 
 
 # -- SLOWLOG ---------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from server.persistence.background import (
 )
 from server.persistence.loader import Loader
 from server.persistence_errors import StartupError
+from server.shutdown_flags import FORCE, NOSAVE, SAVE
 
 if TYPE_CHECKING:
     from server.app import Server
@@ -360,10 +361,16 @@ class Persistence:
             self.server.schedule_before_sleep()
 
     # -- shutdown -----------------------------------------------------------------------------
-    def on_shutdown(self, nosave: bool) -> None:
+    def on_shutdown(self, flags: int) -> bool:
+        """finishShutdown's persistence part: children killed, the AOF flushed and fsynced
+        (or, before its first rewrite ended, written whole), then the final snapshot when
+        there are save rules and no NOSAVE, or with SAVE. False when the data could not be
+        made safe and FORCE was not given: the server must go on (its AOF still open)."""
+        force = flags & FORCE
         self.jobs.kill_child()
         if self.aof_state == ON:
-            self.writer.shutdown()
+            self.writer.flush(force_fsync=True)
+            self.writer.worker.drain()
             if self.writer.error is not None:
                 self.log.warning("Error flushing the AOF at shutdown: "
                                  f"{os.strerror(self.writer.error.errno or 5)}")
@@ -374,12 +381,25 @@ class Persistence:
                 self.loader.write_initial_aof()
             except OSError as exc:
                 self.log.warning(f"Error writing the initial AOF at shutdown: {exc}")
-        if self.config["save"] and not nosave:
+                if not force:
+                    self.log.warning("Writing initial AOF, can't exit.")
+                    self.feeding = False  # (as after a failed rewrite: a new one is due)
+                    self.jobs.rewrite_scheduled = True
+                    return False
+                self.log.warning("Writing initial AOF. Exit anyway.")
+        if (self.config["save"] and not flags & NOSAVE) or flags & SAVE:
             self.log.notice("Saving the final snapshot before exiting.")
             try:
                 self.jobs.save()
             except (OSError, PersistenceError) as exc:
-                self.log.warning(f"Error trying to save the DB: {exc}")
+                self.log.warning(f"Error saving the final snapshot: {exc}")
+                if not force:
+                    self.log.warning("Error trying to save the DB, can't exit.")
+                    return False
+                self.log.warning("Error trying to save the DB. Exit anyway.")
+        if self.aof_state == ON:
+            self.writer.shutdown()
+        return True
 
     # -- INFO ---------------------------------------------------------------------------------
     def info_fields(self) -> list[tuple[str, object]]:

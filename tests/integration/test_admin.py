@@ -268,6 +268,29 @@ def test_config_get(c: Conn) -> None:
     assert c.call("CONFIG", "GET") == arity("config|get")
 
 
+def test_shutdown_on_signal_options(c: Conn) -> None:
+    """Flags in any order and case, shown in Redis's order; 'default' adds none."""
+    def get() -> bytes:
+        return c.call("CONFIG", "GET", "shutdown-on-sigterm").split(b"\r\n")[-2]
+
+    failed = ("-ERR CONFIG SET failed (possibly related to argument 'shutdown-on-sigterm') - "
+              "{}\r\n")
+    try:
+        for value, shown in (("force nosave", b"nosave force"), ("NOW", b"now"),
+                             ("default force", b"force"), ("default", b"default")):
+            assert c.call("CONFIG", "SET", "shutdown-on-sigterm", value) == b"+OK\r\n"
+            assert get() == shown
+        choices = "argument(s) must be one of the following: default, save, nosave, now, force"
+        for value, reason in (("save nosave", "shutdown options SAVE and NOSAVE can't be used "
+                                              "simultaneously"),
+                              ("bogus", choices), ("", choices)):
+            assert c.call("CONFIG", "SET", "shutdown-on-sigterm", value) == failed.format(
+                reason).encode()
+        assert get() == b"default"
+    finally:
+        c.call("CONFIG", "SET", "shutdown-on-sigterm", "default")
+
+
 def test_config_set_and_effects(c: Conn) -> None:
     assert c.call("CONFIG", "SET", "maxmemory", "2mb") == b"+OK\r\n"
     assert c.call("CONFIG", "GET", "maxmemory") == b"*2\r\n$9\r\nmaxmemory\r\n$7\r\n2097152\r\n"

@@ -93,6 +93,62 @@ def test_shutdown_saves_when_save_rules_exist(tmp_path) -> None:
         assert connect(proc).get("k") == b"kept"
 
 
+def test_shutdown_save_saves_without_save_rules(tmp_path) -> None:
+    workdir = str(tmp_path)
+    proc = start(workdir, "--appendonly", "no")  # (no save rules)
+    r = connect(proc)
+    r.set("k", "kept")
+    with pytest.raises(redis.ConnectionError):  # (the connection just closes)
+        r.execute_command("SHUTDOWN", "SAVE")
+    assert proc.proc is not None and proc.proc.wait(15) == 0
+    with started(workdir, "--appendonly", "no") as proc:
+        assert connect(proc).get("k") == b"kept"
+
+
+SHUTDOWN_FAILED = "Errors trying to SHUTDOWN. Check logs."
+
+
+def test_a_failed_final_save_keeps_the_server_and_its_aof(tmp_path) -> None:
+    """As Redis: when the final snapshot can't be written, SHUTDOWN (or SIGTERM) leaves the
+    server running and says so, the AOF still takes every write; FORCE or NOSAVE exit."""
+    workdir = str(tmp_path)
+    proc = start(workdir, "--save", "3600 1")  # (the AOF on, as by default)
+    os.mkdir(os.path.join(workdir, "dump.xsnap"))  # a directory: the snapshot can't go there
+    try:
+        r = connect(proc)
+        r.xadd("s", {"n": "1"}, id="1-1")
+        with pytest.raises(redis.ResponseError, match=SHUTDOWN_FAILED):
+            r.execute_command("SHUTDOWN")
+        assert r.ping()
+        proc.proc.send_signal(15)  # SIGTERM: the same, the server goes on
+        wait_for(lambda: proc.read_log().count("Errors trying to shut down the server") == 2,
+                 timeout=10, what="the second failed shutdown")
+        assert r.xadd("s", {"n": "2"}, id="2-1") == b"2-1"  # the AOF still takes writes
+        log = proc.read_log()
+        assert log.count("Error trying to save the DB, can't exit.") == 2
+        with pytest.raises(redis.ConnectionError):
+            r.execute_command("SHUTDOWN", "FORCE")
+        assert proc.proc.wait(15) == 0
+        assert "Error trying to save the DB. Exit anyway." in proc.read_log()
+    finally:
+        proc.stop()
+    os.rmdir(os.path.join(workdir, "dump.xsnap"))
+    with started(workdir) as proc:  # from the AOF: both entries
+        assert [e[0] for e in connect(proc).xrange("s")] == [b"1-1", b"2-1"]
+
+
+def test_shutdown_on_sigterm_gives_a_signal_its_flags(tmp_path) -> None:
+    workdir = str(tmp_path)
+    proc = start(workdir, "--appendonly", "no", "--save", "3600 1",
+                 "--shutdown-on-sigterm", "nosave")
+    r = connect(proc)
+    assert r.config_get("shutdown-on-sig*") == {"shutdown-on-sigint": "default",
+                                                "shutdown-on-sigterm": "nosave"}
+    r.set("k", "not saved")
+    assert proc.stop() == 0  # SIGTERM, with NOSAVE
+    assert not os.path.exists(os.path.join(workdir, "dump.xsnap"))
+
+
 def test_save_rule_triggers_a_background_save(tmp_path) -> None:
     with started(str(tmp_path), "--appendonly", "no", "--save", "1 2") as proc:
         r = connect(proc)

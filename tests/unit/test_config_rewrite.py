@@ -230,6 +230,7 @@ def test_rewritten_file_loads_back_to_the_same_values(tmp_path: Path) -> None:
         "aclfile": "/tmp/users file.acl", "acl-pubsub-default": "allchannels",
         "busy-reply-threshold": "1234", "tcp-backlog": "77",
         "unixsocket": "/tmp/my sock.sock", "unixsocketperm": "750",
+        "shutdown-on-sigint": "nosave force", "shutdown-on-sigterm": "save",
     }
     assert set(values) == {spec.name for spec in OPTIONS}, "cover every option"
     config = Config()
