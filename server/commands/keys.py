@@ -368,8 +368,11 @@ def flushall(client: Client, argv: list[bytes]) -> object:
     _flush_mode(argv)
     for db in client.server.dbs:
         flush_db(client, db)
-    client.server.tracking.invalidate_all()
-    client.server.propagate(client.db, [b"FLUSHALL"])
+    server = client.server
+    server.tracking.invalidate_all()
+    server.propagate(client.db, [b"FLUSHALL"])
+    if server.persistence is not None and not server.loading:  # (not while replaying the AOF)
+        server.persistence.after_flushall()
     return OK
 
 

@@ -287,8 +287,9 @@ class BackgroundJobs:
             self.log.notice(f"Killing running {self.child.kind} child: {self.child.pid}")
             self.child.kill()
 
-    def save(self) -> None:
-        """SAVE: a snapshot written synchronously; raises OSError or PersistenceError."""
+    def save(self, counted: bool = True) -> None:
+        """SAVE: a snapshot written synchronously; raises OSError or PersistenceError.
+        `counted`: whether INFO's rdb_saves counts it (FLUSHALL's save is not counted)."""
         from server.persistence.snapshot import save_file
 
         if self.child is not None and self.child.kind == "rdb":
@@ -298,7 +299,8 @@ class BackgroundJobs:
         self.lastsave = int(time.time())
         self.server.dirty = 0
         self.p.last_bgsave_ok = True
-        self.rdb_saves += 1
+        if counted:
+            self.rdb_saves += 1
         self.log.notice("DB saved on disk")
 
 

@@ -303,6 +303,19 @@ class Persistence:
         """SAVE: a snapshot written synchronously; raises OSError or PersistenceError."""
         self.jobs.save()
 
+    def after_flushall(self) -> None:
+        """FLUSHALL's part (flushAllDataAndResetRDB): a BGSAVE under way would write the keys
+        just removed, so it is stopped; with save rules the empty dataset is saved at once,
+        so that no restart brings them back. A failed save is logged; FLUSHALL still holds."""
+        jobs = self.jobs
+        if jobs.child is not None and jobs.child.kind == "rdb":
+            jobs.kill_child()
+        if self.config["save"]:
+            try:
+                jobs.save(counted=False)
+            except (OSError, PersistenceError) as exc:
+                self.log.warning(f"Error saving the snapshot after FLUSHALL: {exc}")
+
     def _debug_write_error(self, client: Client, argv: list[bytes]) -> object:
         """DEBUG AOF-WRITE-ERROR <errno>: make AOF writes fail with errno (0 stops it), to test
         the MISCONF path without filling a disk."""

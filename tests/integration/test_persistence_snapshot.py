@@ -149,6 +149,48 @@ def test_shutdown_on_sigterm_gives_a_signal_its_flags(tmp_path) -> None:
     assert not os.path.exists(os.path.join(workdir, "dump.xsnap"))
 
 
+def test_flushall_saves_the_empty_dataset_when_save_rules_exist(tmp_path) -> None:
+    """As Redis's flushAllDataAndResetRDB: a BGSAVE under way is stopped (it would write the
+    keys just removed) and, with save rules, the empty dataset is saved at once, so a crash
+    right after FLUSHALL brings nothing back. The save is not counted in rdb_saves."""
+    workdir = str(tmp_path)
+    proc = start(workdir, "--appendonly", "no", "--save", "3600 1",
+                 "--rdb-key-save-delay", "100000")
+    try:
+        r = connect(proc)
+        for i in range(20):
+            r.set(f"k{i}", "v")
+        r.config_set("rdb-key-save-delay", "0")
+        assert r.save() is True
+        r.config_set("rdb-key-save-delay", "100000")  # 0.1 s a key: the BGSAVE runs on
+        assert r.bgsave() is True
+        wait_for(lambda: children(proc.proc.pid), timeout=10, what="the BGSAVE child")
+        assert r.flushall() is True
+        persistence = info(r)
+        assert persistence["rdb_bgsave_in_progress"] == 0
+        assert persistence["rdb_changes_since_last_save"] == 0
+        assert persistence["rdb_saves"] == 1  # (SAVE's; FLUSHALL's own save is not counted)
+        assert persistence["rdb_last_bgsave_status"] == "ok"  # (stopped, not failed)
+        proc.proc.kill()  # a crash: no shutdown save
+        proc.proc.wait(15)
+    finally:
+        proc.stop()
+    with started(workdir, "--appendonly", "no") as proc:
+        assert connect(proc).dbsize() == 0
+
+
+def test_flushall_without_save_rules_leaves_the_snapshot(tmp_path) -> None:
+    workdir = str(tmp_path)
+    with started(workdir, "--appendonly", "no") as proc:
+        r = connect(proc)
+        r.set("k", "v")
+        assert r.save() is True
+        assert r.flushall() is True
+        assert info(r)["rdb_changes_since_last_save"] > 0
+    with started(workdir, "--appendonly", "no") as proc:  # the snapshot from before FLUSHALL
+        assert connect(proc).get("k") == b"v"
+
+
 def test_save_rule_triggers_a_background_save(tmp_path) -> None:
     with started(str(tmp_path), "--appendonly", "no", "--save", "1 2") as proc:
         r = connect(proc)
