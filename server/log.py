@@ -15,6 +15,7 @@ class Logger:
     def __init__(self, level: str = "notice", path: str = "") -> None:
         self.level = LEVELS[level]
         self.path = path
+        self.role = "M"  # Redis's role letter: M for the server, C in a forked child
         self._stream: TextIO = sys.stdout
         self.reopen()
 
@@ -37,7 +38,7 @@ class Logger:
         now = time.time()
         stamp = time.strftime("%d %b %Y %H:%M:%S", time.localtime(now))
         millis = int((now % 1) * 1000)
-        line = f"{os.getpid()}:M {stamp}.{millis:03d} {_MARKS[level]} {message}\n"
+        line = f"{os.getpid()}:{self.role} {stamp}.{millis:03d} {_MARKS[level]} {message}\n"
         try:
             self._stream.write(line)
             self._stream.flush()

@@ -164,7 +164,7 @@ class BackgroundJobs:
 
         try:
             self.child = spawn("aof", work, self._rewrite_done, self.server.loop,
-                               self._listen_fds())
+                               self._listen_fds(), self.log)
             self.server.stats.note_fork(self.child.fork_usec, self.server.latency)
         except OSError as exc:
             self._rewrite_failed()
@@ -251,7 +251,8 @@ class BackgroundJobs:
         try:
             self.child = spawn("rdb", lambda: save_file(path, dbs, per_key=per_key,
                                                        libraries=libraries),
-                               self._bgsave_done, self.server.loop, self._listen_fds())
+                               self._bgsave_done, self.server.loop, self._listen_fds(),
+                               self.log)
             self.server.stats.note_fork(self.child.fork_usec, self.server.latency)
         except OSError as exc:
             self.p.last_bgsave_ok = False

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import asyncio
 
+    from server.log import Logger
+
 _PR_SET_PDEATHSIG = 1
 
 
@@ -97,9 +99,10 @@ class Child:
 
 
 def spawn(kind: str, work: Callable[[], None], on_exit: Callable[[int], None],
-          loop: asyncio.AbstractEventLoop | None, close_fds: list[int]) -> Child:
-    """Fork; the child runs work() and exits 0 (1 on any exception). Raises OSError when the
-    fork itself fails."""
+          loop: asyncio.AbstractEventLoop | None, close_fds: list[int],
+          log: Logger | None = None) -> Child:
+    """Fork; the child runs work() and exits 0 (1 on any exception, which it reports in the
+    server's log as a child, `pid:C`). Raises OSError when the fork itself fails."""
     sys.stdout.flush()
     sys.stderr.flush()
     fork_started = time.perf_counter()
@@ -119,15 +122,29 @@ def spawn(kind: str, work: Callable[[], None], on_exit: Callable[[int], None],
                     pass
             work()
             code = 0
-        except BaseException:
-            try:
-                os.write(2, f"{os.getpid()}:C background {kind} failed:\n"
-                            f"{traceback.format_exc()}".encode(errors="replace"))
-            except OSError:
-                pass
+        except BaseException as exc:
+            _report_failure(kind, exc, log)
         finally:
             os._exit(code)
-    fork_usec = int((time.perf_counter() - fork_started) * 1_000_000)
+    fork_usec = int((time.perf_counter() - fork_started) * 1_000_000)  # (the parent only)
     child = Child(kind, pid, on_exit, loop)
     child.fork_usec = fork_usec
     return child
+
+
+def _report_failure(kind: str, exc: BaseException, log: Logger | None) -> None:
+    """In the child: why its work failed. A system error (a full disk, a missing directory)
+    is one line, as Redis logs it; anything else is a bug, so its traceback goes too."""
+    what = "Background saving" if kind == "rdb" else "Background AOF rewrite"
+    if isinstance(exc, OSError):
+        message = f"{what} failed: {exc}"
+    else:
+        message = f"{what} failed:\n{traceback.format_exc()}"
+    try:
+        if log is None:
+            os.write(2, f"{os.getpid()}:C {message}\n".encode(errors="replace"))
+        else:
+            log.role = "C"
+            log.warning(message)
+    except OSError:
+        pass

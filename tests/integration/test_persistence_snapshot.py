@@ -284,6 +284,24 @@ def test_one_child_at_a_time_with_redis_replies(tmp_path) -> None:
         ref.stop()
 
 
+def test_a_bgsave_child_reports_its_failure_in_the_log_file(tmp_path) -> None:
+    """Redis's child logs (`pid:C`) go to the log file; a system error is one line."""
+    workdir = str(tmp_path)
+    log_path = os.path.join(workdir, "xs.log")
+    with started(workdir, "--appendonly", "no", "--logfile", log_path) as proc:
+        os.mkdir(os.path.join(workdir, "dump.xsnap"))  # a directory: the snapshot can't go there
+        r = connect(proc)
+        r.set("k", "v")
+        assert r.bgsave() is True
+        wait_for(lambda: info(r)["rdb_last_bgsave_status"] == "err", what="the failure")
+        with open(log_path) as fh:
+            lines = fh.read().splitlines()
+        failed = [line for line in lines if "Background saving failed: " in line]
+        assert len(failed) == 1 and ":C " in failed[0] and "Is a directory" in failed[0]
+        assert not any("Traceback" in line for line in lines)
+        assert any(line.endswith("Background saving error") for line in lines)
+
+
 def test_failed_bgsave_refuses_writes_until_a_save_works(tmp_path) -> None:
     with started(str(tmp_path), "--appendonly", "no", "--save", "3600 1",
                  "--rdb-key-save-delay", "100000") as proc:
