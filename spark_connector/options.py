@@ -69,7 +69,7 @@ class ConnOptions:
     username: str | None = None
     password: str | None = None
     timeout: float = 30.0
-    unix_socket: str | None = None  # a Unix socket's path, used instead of host and port
+    unix_path: str | None = None  # a Unix socket's path (option unixSocket), instead of host, port
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ConnOptions:
@@ -85,7 +85,7 @@ class ConnOptions:
             username=opts.get("username") or None,
             password=opts.get("password") or None,
             timeout=timeout,
-            unix_socket=opts.get("unixsocket") or None,
+            unix_path=opts.get("unixsocket") or None,
         )
 
 
@@ -107,7 +107,7 @@ def client(conn: ConnOptions) -> redis.Redis:
             found = redis.Redis(
                 host=conn.host,
                 port=conn.port,
-                unix_socket_path=conn.unix_socket,  # (when set, host and port go unused)
+                unix_socket_path=conn.unix_path,  # (when set, host and port go unused)
                 db=conn.db,
                 username=conn.username,
                 password=conn.password,

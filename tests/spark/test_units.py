@@ -190,9 +190,9 @@ def test_read_options_defaults_and_errors() -> None:
     batch = ReadOptions.parse({"streams": "a, b", "PORT": "7000"}, streaming=False)
     assert batch.streams == ("a", "b") and batch.conn.port == 7000
     assert batch.starting_offsets == "earliest" and batch.ending_offsets == "latest"
-    assert batch.conn.unix_socket is None
+    assert batch.conn.unix_path is None
     local = ReadOptions.parse({"streams": "a", "unixSocket": "/run/x.sock"}, streaming=False)
-    assert local.conn.unix_socket == "/run/x.sock"
+    assert local.conn.unix_path == "/run/x.sock"
     stream = ReadOptions.parse({"streams": "a"}, streaming=True)
     assert stream.starting_offsets == "latest" and stream.fail_on_data_loss
     from_json = ReadOptions.parse({"startingOffsets": '{"x": "5", "y": "$"}'}, streaming=True)
