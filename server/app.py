@@ -127,7 +127,6 @@ class Server:
         # The wall clock (ns) when the running top-level command started: Redis's
         # commandTimeSnapshot, which XADD's * takes (set by dispatch's call and run_commands).
         self.command_time_ns = time.time_ns()
-        self.tcp_port = config["port"]
         self.unix_listening = False  # (the unixsocket file is ours to remove at shutdown)
         self.loading = False
         self.persistence: Any = None  # server.persistence manager, when enabled

@@ -54,7 +54,7 @@ def _server(s: Server) -> Fields:
         ("arch_bits", 64), ("monotonic_clock", "POSIX clock_gettime"),
         ("multiplexing_api", "asyncio"), ("atomicvar_api", "none"),
         ("gcc_version", "0.0.0"), ("process_id", os.getpid()), ("process_supervised", "no"),
-        ("run_id", s.run_id), ("tcp_port", s.tcp_port),
+        ("run_id", s.run_id), ("tcp_port", s.config["port"]),
         ("server_time_usec", int(now * 1_000_000)), ("uptime_in_seconds", uptime),
         ("uptime_in_days", uptime // 86400), ("hz", s.config["hz"]),
         ("configured_hz", s.config["hz"]), ("lru_clock", int(now) & ((1 << 24) - 1)),

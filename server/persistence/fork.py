@@ -99,8 +99,7 @@ class Child:
 
 
 def spawn(kind: str, work: Callable[[], None], on_exit: Callable[[int], None],
-          loop: asyncio.AbstractEventLoop | None, close_fds: list[int],
-          log: Logger | None = None) -> Child:
+          loop: asyncio.AbstractEventLoop | None, close_fds: list[int], log: Logger) -> Child:
     """Fork; the child runs work() and exits 0 (1 on any exception, which it reports in the
     server's log as a child, `pid:C`). Raises OSError when the fork itself fails."""
     sys.stdout.flush()
@@ -126,13 +125,13 @@ def spawn(kind: str, work: Callable[[], None], on_exit: Callable[[int], None],
             _report_failure(kind, exc, log)
         finally:
             os._exit(code)
-    fork_usec = int((time.perf_counter() - fork_started) * 1_000_000)  # (the parent only)
+    fork_usec = int((time.perf_counter() - fork_started) * 1_000_000)
     child = Child(kind, pid, on_exit, loop)
     child.fork_usec = fork_usec
     return child
 
 
-def _report_failure(kind: str, exc: BaseException, log: Logger | None) -> None:
+def _report_failure(kind: str, exc: BaseException, log: Logger) -> None:
     """In the child: why its work failed. A system error (a full disk, a missing directory)
     is one line, as Redis logs it; anything else is a bug, so its traceback goes too."""
     what = "Background saving" if kind == "rdb" else "Background AOF rewrite"
@@ -140,11 +139,5 @@ def _report_failure(kind: str, exc: BaseException, log: Logger | None) -> None:
         message = f"{what} failed: {exc}"
     else:
         message = f"{what} failed:\n{traceback.format_exc()}"
-    try:
-        if log is None:
-            os.write(2, f"{os.getpid()}:C {message}\n".encode(errors="replace"))
-        else:
-            log.role = "C"
-            log.warning(message)
-    except OSError:
-        pass
+    log.role = "C"
+    log.warning(message)  # (Logger.log swallows a failed write)
