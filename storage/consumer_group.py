@@ -28,6 +28,9 @@ from typing import TYPE_CHECKING
 
 from storage import consumer_group_claim as _claim
 from storage.consumer_group_lag import INVALID_ENTRIES_READ, advance_read_counter_many
+from storage.consumer_group_pel import NACK, PEL_TIME
+from storage.consumer_group_pel import time_key as _time_key
+from storage.consumer_group_pel import time_prefix as _time_prefix
 from storage.consumer_group_refs import (
     acked_checker,
     delref_hook,
@@ -62,19 +65,8 @@ __all__ = [
     "verify",
 ]
 
-_TIME = struct.Struct(">Q")
+_TIME = PEL_TIME
 _ID_KEY = struct.Struct(">QQ")  # id_to_key's layout, packed inline in the batch loops
-_M64 = 2**64 - 1
-
-
-def _time_prefix(t: int) -> bytes:
-    """The 8 leading bytes of a pel_by_time key: the delivery time, clamped into uint64."""
-    return _TIME.pack(t if 0 <= t <= _M64 else min(max(t, 0), _M64))
-
-
-def _time_key(t: int, key: bytes) -> bytes:
-    """pel_by_time key: delivery time (clamped into uint64) then the ID key."""
-    return _time_prefix(t) + key
 
 
 def _add_sorted(tree: Rax, keys: list[bytes], values: list[object] | None) -> None:
@@ -87,21 +79,6 @@ def _add_sorted(tree: Rax, keys: list[bytes], values: list[object] | None) -> No
         value = None if values is None else values[i]
         if not tree.append_max(key, value):
             tree.insert(key, value)
-
-
-class NACK:
-    """A pending entry: last delivery time, deliveries so far, current owner."""
-
-    __slots__ = ("delivery_time", "delivery_count", "consumer")
-
-    def __init__(self, delivery_time: int, delivery_count: int, consumer: Consumer | None) -> None:
-        self.delivery_time = delivery_time
-        self.delivery_count = delivery_count
-        self.consumer = consumer
-
-    def __repr__(self) -> str:
-        owner = self.consumer.name if self.consumer is not None else None
-        return f"<NACK time={self.delivery_time} count={self.delivery_count} owner={owner!r}>"
 
 
 class Consumer:

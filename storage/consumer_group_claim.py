@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 # The module, not its names: storage.consumer_group imports this module in turn.
-from storage import consumer_group as _cg
+from storage.consumer_group_pel import NACK, PEL_TIME
 from storage.stream_id import StreamID, id_to_key, key_to_id
 
 if TYPE_CHECKING:
-    from storage.consumer_group import NACK, Consumer, ConsumerGroup
+    from storage.consumer_group import Consumer, ConsumerGroup
     from storage.stream import Stream
 
 __all__ = ["autoclaim", "claim", "claim_idle", "oldest_delivery_time"]
@@ -54,7 +54,7 @@ def claim(
     if nack is None:
         if not force:
             return "skipped", None, None
-        nack = _cg.NACK(now, 1, None)  # FORCE: a new pending entry, owner set below
+        nack = NACK(now, 1, None)  # FORCE: a new pending entry, owner set below
         group._insert_nack(s, key, nack)
     elif nack.consumer is not None and min_idle and now - nack.delivery_time < min_idle:
         return "skipped", None, None
@@ -131,10 +131,10 @@ def oldest_delivery_time(group: ConsumerGroup, s: Stream | None = None) -> int |
     entries deleted or trimmed away, which stay pending)."""
     if s is None:
         first = group.pel_by_time.first()
-        return None if first is None else _cg._TIME.unpack_from(first[0])[0]
+        return None if first is None else PEL_TIME.unpack_from(first[0])[0]
     for tkey in group.pel_by_time:
         if s.get(key_to_id(tkey[8:])) is not None:
-            return _cg._TIME.unpack_from(tkey)[0]
+            return PEL_TIME.unpack_from(tkey)[0]
     return None
 
 
@@ -148,7 +148,7 @@ def claim_idle(
     deliveries before this one, nack)``."""
     found: list[tuple[bytes, list[bytes], int, NACK]] = []
     pel = group.pel
-    unpack_time = _cg._TIME.unpack_from
+    unpack_time = PEL_TIME.unpack_from
     for tkey in group.pel_by_time:
         idle = now - unpack_time(tkey)[0]
         if idle < min_idle:

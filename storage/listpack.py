@@ -26,6 +26,23 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator
 
+from storage.listpack_format import (
+    _BACKLEN1,
+    _HDR,
+    _INT_ELEMENT_SIZE,
+    EMPTY_SIZE,
+    EOF_BYTE,
+    HEADER_SIZE,
+    NUMELE_UNKNOWN,
+    ListpackError,
+    _pack_hdr,
+    _unpack_u32,
+    backlen_size,
+    encode_backlen,
+    pack_header,
+)
+from storage.listpack_validate import validate_buffer
+
 __all__ = [
     "EOF_BYTE",
     "HEADER_SIZE",
@@ -51,67 +68,17 @@ __all__ = [
 ]
 
 
-class ListpackError(ValueError):
-    """Corrupt buffer, bad offset, or a value the format cannot hold."""
-
-
-HEADER_SIZE = 6
-EOF_BYTE = 0xFF
-NUMELE_UNKNOWN = 65535
-EMPTY_SIZE = HEADER_SIZE + 1
 # Looked up at run time so tests can lower it.
 MAX_TOTAL_BYTES = 2**32 - 1
-
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 
-_HDR = struct.Struct("<IH")
-_pack_hdr = _HDR.pack_into
-# pack_header(buf, 0, total_bytes, numele): for a caller that appends in place itself
-# (Stream.append, the one write of every XADD, saves the call of append_encoded).
-pack_header = _pack_hdr
-_unpack_hdr = _HDR.unpack_from
 _unpack_i16 = struct.Struct("<h").unpack_from
 _unpack_i32 = struct.Struct("<i").unpack_from
 _unpack_i64 = struct.Struct("<q").unpack_from
-_unpack_u32 = struct.Struct("<I").unpack_from
 _EMPTY = _HDR.pack(EMPTY_SIZE, 0) + b"\xff"
-
-# One-byte backlens (lengths 0..127) are by far the most common.
-_BACKLEN1 = [bytes((i,)) for i in range(128)]
 _STR6_HEAD = [bytes((0x80 | i,)) for i in range(64)]
-# Full element size (encoding + data + backlen) of the fixed-size int encodings.
-_INT_ELEMENT_SIZE = {0xF1: 4, 0xF2: 5, 0xF3: 6, 0xF4: 10}
 _DIGITS = frozenset(b"0123456789-")
-
-
-# --- backlen -----------------------------------------------------------------
-
-
-def backlen_size(length: int) -> int:
-    """Bytes lpEncodeBacklen uses for ``length`` (note Redis's ``<`` thresholds)."""
-    if length <= 127:
-        return 1
-    if length < 16383:
-        return 2
-    if length < 2097151:
-        return 3
-    if length < 268435455:
-        return 4
-    return 5
-
-
-def encode_backlen(length: int) -> bytes:
-    """The backlen bytes for an element whose encoding+data is ``length`` bytes."""
-    if length <= 127:
-        return _BACKLEN1[length]
-    n = backlen_size(length)
-    # Most significant group first, without the 128 flag; the rest flagged.
-    out = bytearray(n)
-    for i in range(n - 1, -1, -1):
-        out[i] = (length & 127) | (128 if i else 0)
-        length >>= 7
-    return bytes(out)
 
 
 # --- encoding ----------------------------------------------------------------
@@ -595,13 +562,4 @@ class Listpack:
     def validate(self, deep: bool = True) -> None:
         """Raise ListpackError on any inconsistency (lpValidateIntegrity, stricter:
         each backlen must be byte-exact what lpEncodeBacklen would write)."""
-        from storage.listpack_validate import validate_buffer
-
         validate_buffer(self.buf, deep)
-
-
-def validate_buffer(buf: bytearray | bytes, deep: bool = True) -> None:
-    """Check a listpack buffer (see storage.listpack_validate); raises ListpackError."""
-    from storage.listpack_validate import validate_buffer as check
-
-    check(buf, deep)

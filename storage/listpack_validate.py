@@ -3,7 +3,7 @@ bounds-checked, every backlen must be exactly what Redis writes, and it always t
 
 from __future__ import annotations
 
-from storage.listpack import (
+from storage.listpack_format import (
     _INT_ELEMENT_SIZE,
     EMPTY_SIZE,
     EOF_BYTE,
