@@ -20,6 +20,7 @@ from itertools import islice
 from typing import TYPE_CHECKING
 
 from protocol.encoder import encode
+from server.command_meta import keys_of
 
 if TYPE_CHECKING:
     from server.app import Server
@@ -144,8 +145,6 @@ class Tracking:
     def remember_keys(self, client: Client, spec: CommandSpec, argv: list[bytes]) -> None:
         """trackingRememberKeys: after a readonly command of a tracking client (whatever its
         reply), the keys it named, unless OPTIN without CACHING yes / OPTOUT with CACHING no."""
-        from server.commands.command_cmd import keys_of
-
         state = client.tracking
         if state is None or state.bcast:
             return

@@ -18,6 +18,8 @@ from server.acl.selector import (
     has_space,
 )
 from server.acl.user import User
+from server.command_meta import key_flags, key_positions
+from server.config import register_user_line_check
 from server.dispatch import CommandSpec
 
 DEFAULT = b"default"
@@ -224,8 +226,6 @@ def check_user_line(words: list[bytes], seen: set[bytes]) -> tuple[int, str] | N
     while the file is read; None, or (index of the word to name, the reason). Rules naming
     unknown commands pass here (they fail at start-up), as in Redis. (Redis names the word
     at the rule's index among the rules, but in the whole line: an off-by-two kept here.)"""
-    import server.commands  # noqa: F401 - the command table the rules name (read early)
-
     name = words[1]
     if name in seen:
         return 1, DUPLICATE_USER
@@ -279,6 +279,7 @@ def check_command(user: User, spec: CommandSpec, argv: list[bytes]) -> tuple[int
 
 def command_keys(spec: CommandSpec, argv: list[bytes]) -> list[tuple[int, tuple[str, ...]]]:
     """The positions of argv's keys with their access flags (getKeysFromCommandWithSpecs)."""
-    from server.commands.command_cmd import key_flags, key_positions
-
     return [(pos, key_flags(spec, argv, ks)) for pos, ks in key_positions(spec, argv)]
+
+
+register_user_line_check(check_user_line)

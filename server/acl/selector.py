@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import cache
 
+from server.command_meta import CATEGORY_ORDER, acl_categories
 from server.dispatch import COMMANDS, CommandSpec
 from storage.glob import glob_match
 
@@ -73,8 +74,6 @@ def lookup_command(name: str) -> CommandSpec | None:
 def category_members(category: str) -> tuple[CommandSpec, ...]:
     """The commands and subcommands in a category ("@read"), containers before their
     subcommands. Empty for an unknown category."""
-    from server.commands.command_cmd import CATEGORY_ORDER, acl_categories
-
     if category not in CATEGORY_ORDER:
         return ()
     return tuple(spec for top in COMMANDS.values() for spec in (top, *top.subcommands.values())
@@ -82,8 +81,6 @@ def category_members(category: str) -> tuple[CommandSpec, ...]:
 
 
 def is_category(name: str) -> bool:
-    from server.commands.command_cmd import CATEGORY_ORDER
-
     return name in CATEGORY_ORDER
 
 

@@ -10,10 +10,11 @@ from itertools import islice
 
 from protocol.encoder import OK, SetReply
 from server.acl.access import denial_text
-from server.acl.registry import DEFAULT, AclError, read_acl_file
+from server.acl.registry import DEFAULT, AclError, check_command, read_acl_file
 from server.acl.selector import ALLOWED, has_space
 from server.client import Client
-from server.commands.command_cmd import CATEGORY_ORDER, commands_in_category
+from server.command_meta import CATEGORY_ORDER
+from server.commands.command_cmd import commands_in_category
 from server.commands.help import help_reply
 from server.dispatch import command, container, find
 from server.errors import CommandError, client_text, wrong_arity
@@ -125,8 +126,6 @@ def acl_genpass(client: Client, argv: list[bytes]) -> object:
          group="server", summary="Simulates the execution of a command by a user, without "
          "executing the command.")
 def acl_dryrun(client: Client, argv: list[bytes]) -> object:
-    from server.acl.registry import check_command
-
     user = client.server.acl.users.get(argv[2])
     if user is None:
         raise CommandError(f"ERR User '{client_text(argv[2])}' not found")

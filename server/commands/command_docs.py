@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from protocol.encoder import SetReply, SimpleString
+from server.command_meta import KeySpec, SyntaxParseError
 
 _TYPES = frozenset({"string", "integer", "double", "pattern", "unix-time"})
 _NAME = re.compile(r"[a-z][a-z0-9-]*")
@@ -57,10 +58,6 @@ class Arg:
     @property
     def is_container(self) -> bool:
         return self.type in ("oneof", "block")
-
-
-class SyntaxParseError(ValueError):
-    pass
 
 
 class _Parser:
@@ -242,64 +239,6 @@ def arg_reply(arg: Arg) -> dict[bytes, object]:
     if arg.is_container:
         out[b"arguments"] = [arg_reply(sub) for sub in arg.subargs]
     return out
-
-
-# Key spec flags in the order Redis prints them.
-KEY_FLAGS = ("RO", "RW", "OW", "RM", "access", "update", "insert", "delete", "not_key",
-             "incomplete", "variable_flags")
-
-
-@dataclass(frozen=True, slots=True)
-class KeySpec:
-    flags: tuple[str, ...]
-    begin: tuple[str, ...]  # ("index", "1") / ("keyword", "STREAMS", "1") / ("unknown",)
-    # range: (lastkey, keystep, limit); keynum: (keynumidx, firstkey, keystep); None: unknown
-    find: tuple[int, ...] | None
-    notes: str | None = None
-    find_type: str = "range"
-
-    @classmethod
-    def parse(cls, text: str) -> KeySpec:
-        parts = [part.strip() for part in text.split(";", 3)]
-        flags = tuple(parts[0].split())
-        unknown = [f for f in flags if f not in KEY_FLAGS]
-        if unknown or len(parts) < 3:
-            raise SyntaxParseError(f"bad key spec {text!r}")
-        begin = tuple(parts[1].split())
-        find_words = parts[2].split()
-        find = None if find_words == ["unknown"] else tuple(int(w) for w in find_words[1:])
-        if begin[0] not in ("index", "keyword", "unknown") or (
-                find is not None and (find_words[0] not in ("range", "keynum")
-                                      or len(find) != 3)):
-            raise SyntaxParseError(f"bad key spec {text!r}")
-        return cls(tuple(sorted(flags, key=KEY_FLAGS.index)), begin, find,
-                   parts[3] if len(parts) > 3 else None,
-                   find_words[0] if find is not None else "range")
-
-    def reply(self) -> dict[bytes, object]:
-        out: dict[bytes, object] = {}
-        if self.notes:
-            out[b"notes"] = self.notes.encode()
-        out[b"flags"] = SetReply([SimpleString(f) for f in self.flags])
-        kind = self.begin[0]
-        spec: dict[bytes, object] = {}
-        if kind == "index":
-            spec[b"index"] = int(self.begin[1])
-        elif kind == "keyword":
-            spec[b"keyword"] = self.begin[1].encode()
-            spec[b"startfrom"] = int(self.begin[2])
-        out[b"begin_search"] = {b"type": kind.encode(), b"spec": spec}
-        if self.find is None:
-            out[b"find_keys"] = {b"type": b"unknown", b"spec": {}}
-        elif self.find_type == "keynum":
-            index, first, step = self.find
-            out[b"find_keys"] = {b"type": b"keynum", b"spec": {
-                b"keynumidx": index, b"firstkey": first, b"keystep": step}}
-        else:
-            last, step, limit = self.find
-            out[b"find_keys"] = {b"type": b"range", b"spec": {
-                b"lastkey": last, b"keystep": step, b"limit": limit}}
-        return out
 
 
 @dataclass(frozen=True, slots=True)
