@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import sys
 
+import uvloop
+
+from server import memory_report
+from server.acl.registry import AclError
+from server.app import Server
 from server.config import ConfigError, load_config
-from server.info import XSTREAMD_VERSION
+from server.persistence.manager import attach
+from server.persistence_errors import StartupError
+from server.version import VERSION, XSTREAMD_VERSION
 
 USAGE = """Usage: xstreamd [/path/to/xstreamd.conf] [--option value ...]
        xstreamd --help | --version
@@ -24,8 +30,6 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0
     if args[:1] in (["--version"], ["-v"]):
-        from server.app import VERSION
-
         print(f"xstreamd {XSTREAMD_VERSION} (Redis {VERSION} compatible)")
         return 0
     try:
@@ -37,13 +41,6 @@ def main(argv: list[str] | None = None) -> int:
         print(message, file=sys.stderr)
         return 1
     try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a declared dependency
-        uvloop = None
-
-    from server.app import Server
-
-    try:
         os.makedirs(config["dir"], exist_ok=True)
         os.chdir(config["dir"])
     except OSError as exc:
@@ -54,9 +51,6 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # the log file cannot be opened
         print(f"Can't open the log file: {exc.strerror}", file=sys.stderr)
         return 1
-    from server import memory_report
-    from server.acl.registry import AclError
-
     memory_report.note_startup()  # (before any data is loaded, as Redis's initial usage)
     try:
         server.acl.load_at_startup()
@@ -66,8 +60,6 @@ def main(argv: list[str] | None = None) -> int:
         if server.config["logfile"]:  # (else the log lines went to stdout already)
             print(str(exc), file=sys.stderr)
         return 1
-    from server.persistence.manager import attach
-
     try:
         attach(server)
     except ValueError as exc:  # e.g. an appendfilename that is a path
@@ -75,10 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     pidfile = _write_pidfile(config["pidfile"], server)
     try:
-        if uvloop is not None:
-            uvloop.run(server.serve())
-        else:
-            asyncio.run(server.serve())
+        uvloop.run(server.serve())
     except OSError as exc:  # listening failed (port in use, bad bind address)
         reason = exc.strerror or str(exc)
         server.log.warning(f"Warning: {reason}")
@@ -89,8 +78,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 0
     except Exception as exc:  # a start-up failure (e.g. a corrupt AOF) gets a clear message
-        from server.persistence_errors import StartupError
-
         if isinstance(exc, StartupError):
             server.log.warning(str(exc))
             print(str(exc), file=sys.stderr)

@@ -15,11 +15,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from protocol.encoder import ErrorReply
 from server import command_stats
+from server.block_request import POSTPONE, BlockRequest, timeout_reply  # noqa: F401 - (for commands)
+from server.dispatch import call
 from storage.keyspace import type_name
 
 if TYPE_CHECKING:
@@ -27,27 +28,6 @@ if TYPE_CHECKING:
     from server.dispatch import CommandSpec
 
 KeyRef = tuple[int, bytes]
-
-
-@dataclass(slots=True)
-class BlockRequest:
-    """Returned by a handler that must wait: the keys to wait on, the timeout in ms (0 = forever),
-    the command to re-run when a key is ready (e.g. XREAD with `$` rewritten to the concrete ID),
-    and the reply to send on timeout (or a function that makes it then: see timeout_reply())."""
-
-    keys: list[bytes]
-    timeout_ms: int
-    argv: list[bytes]
-    timeout_reply: Any
-    # The type (TYPE's name) a key must hold for the re-run to be worth trying.
-    key_type: str = "stream"
-    # Re-run also when a key was deleted or now holds another type (XREADGROUP).
-    unblock_on_nokey: bool = False
-
-
-# A command's answer when its client must wait for the end of a CLIENT PAUSE
-# (Server.block_or_answer postpones it).
-POSTPONE = BlockRequest([], 0, [], None)
 
 
 class BlockState:
@@ -213,8 +193,6 @@ class Blocking:
 
     def _serve(self, client: Client, state: BlockState, db: Any) -> None:
         """Re-run a waiting client's command; answer it, or let it wait again (same deadline)."""
-        from server.dispatch import call  # local import: dispatch imports blocking's users
-
         self._detach(client)
         saved_db = client.db
         client.db = db
@@ -267,12 +245,6 @@ class Blocking:
         if state is None or state.deadline is None:
             return None
         return max(0, int((state.deadline - asyncio.get_event_loop().time()) * 1000))
-
-
-def timeout_reply(reply: Any) -> Any:
-    """A BlockRequest's timeout reply, made now when it is a function (WAITAOF answers the
-    counts as they are at the timeout)."""
-    return reply() if callable(reply) else reply
 
 
 def monotonic_ms() -> int:

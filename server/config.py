@@ -13,12 +13,22 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from server import shutdown_flags
+from server import notify, shutdown_flags
+from server.errors import ConfigError
+from server.latency_histogram import format_percentile
 from server.parsing import is_canonical_int
+from storage.glob import compile_glob
+
+# Checks a config file's `user` line as it is read: (words, names seen so far) -> None, or
+# (index of the word to name, the reason). The ACL package registers it
+# (register_user_line_check); without it the lines are checked when the ACL loads them.
+UserLineCheck = Callable[[list[bytes], set[bytes]], "tuple[int, str] | None"]
+_user_line_check: UserLineCheck | None = None
 
 
-class ConfigError(ValueError):
-    """A bad option name or value; the message is user-facing."""
+def register_user_line_check(check: UserLineCheck) -> None:
+    global _user_line_check
+    _user_line_check = check
 
 
 _ULLONG_MAX = 2**64 - 1
@@ -94,15 +104,11 @@ def _string(text: str) -> str:
 
 
 def _notify_flags(text: str) -> int:
-    from server.notify import parse_flags
-
-    return parse_flags(text)
+    return notify.parse_flags(text)
 
 
 def _render_notify_flags(flags: int) -> str:
-    from server.notify import render_flags
-
-    return render_flags(flags)
+    return notify.render_flags(flags)
 
 
 def _save_rules(text: str) -> list[tuple[int, int]]:
@@ -171,8 +177,6 @@ def _percentiles(text: str) -> list[float]:
 
 
 def _render_percentiles(values: list[float]) -> str:
-    from server.latency_histogram import format_percentile
-
     return " ".join(map(format_percentile, values))
 
 
@@ -355,8 +359,6 @@ class Config:
 
     def matching(self, pattern: str) -> Iterable[str]:
         """Option names matching a CONFIG GET glob (Redis's glob rules), case-insensitively."""
-        from storage.glob import compile_glob
-
         match = compile_glob(pattern.lower().encode())
         for spec in OPTIONS:
             for name in (spec.name, *spec.aliases):  # (an alias answers under its own name)
@@ -433,12 +435,10 @@ def parse_command_line(argv: list[str]) -> tuple[str | None, list[tuple[str, str
 
 def _check_user_line(line: ConfigLine, seen: set[bytes]) -> None:
     """A `user` directive is checked as the file is read, as redis-server does."""
-    from server.acl.registry import check_user_line
-
     words = [word.encode() for word in split_config_line(line.text)]
     if len(words) < 2:
         raise _fatal(line.lineno, line.text, "Bad directive or wrong number of arguments")
-    problem = check_user_line(words, seen)
+    problem = _user_line_check(words, seen) if _user_line_check is not None else None
     if problem is not None:
         index, reason = problem
         word = words[index].decode(errors="replace")

@@ -9,7 +9,7 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any
 
-from protocol.encoder import encode
+from protocol.encoder import ErrorReply, encode
 from protocol.reader import ProtocolError, make_reader
 from server.client import REPLY_MUTED
 from server.dispatch import run_commands
@@ -390,6 +390,4 @@ def _discard(data: bytearray) -> None:
 
 
 def _error(text: str) -> object:
-    from protocol.encoder import ErrorReply
-
     return ErrorReply(text)

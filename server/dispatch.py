@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.encoder import BULK_HEADERS, CRLF, ErrorReply, Raw, encode_into
 from server import command_stats
-from server.blocking import POSTPONE, BlockRequest
+from server.block_request import POSTPONE, BlockRequest
 from server.client import REPLY_MUTED
 from server.errors import (
     OOM_TEXT,

@@ -21,6 +21,10 @@ TIMEOUT_NOT_FLOAT = "ERR timeout is not a float or out of range"
 TIMEOUT_NEGATIVE = "ERR timeout is negative"
 
 
+class ConfigError(ValueError):
+    """A bad option name or value; the message is user-facing."""
+
+
 class WrongTypeError(CommandError):
     def __init__(self) -> None:
         super().__init__(WRONGTYPE)

@@ -17,14 +17,15 @@ from typing import TYPE_CHECKING
 
 from server import command_stats, memory_report
 from server.dispatch import all_specs, commands_processed
+from server.latency_histogram import percentiles_line
 from server.memory_report import rss_bytes  # noqa: F401 - (also read from here: app, stats)
+from server.version import VERSION, XSTREAMD_VERSION
 
 if TYPE_CHECKING:
     from server.app import Server
 
 Fields = list[tuple[str, object]]
 
-XSTREAMD_VERSION = "0.1.0"
 
 ORDER = ("server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules",
          "commandstats", "errorstats", "latencystats", "cluster", "keyspace")
@@ -43,8 +44,6 @@ def human_bytes(n: float) -> str:
 
 
 def _server(s: Server) -> Fields:
-    from server.app import VERSION
-
     now = time.time()
     uptime = int(now - s.start_time)
     return [
@@ -258,8 +257,6 @@ def _commandstats(s: Server) -> Fields:
 
 def _latencystats(s: Server) -> Fields:
     """Each command's latency percentiles (latency-tracking-info-percentiles), in us."""
-    from server.latency_histogram import percentiles_line
-
     if not s.config["latency-tracking"]:
         return []
     percentiles = s.config["latency-tracking-info-percentiles"]

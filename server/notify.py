@@ -8,7 +8,7 @@ class and the event's name Redis uses.
 
 from __future__ import annotations
 
-from server.config import ConfigError
+from server.errors import ConfigError
 
 KEYSPACE = 1 << 0  # K
 KEYEVENT = 1 << 1  # E

@@ -8,6 +8,9 @@ from server.errors import NOT_FLOAT, NOT_INTEGER, CommandError
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
+ERR_TIMEOUT_NOT_INT = "ERR timeout is not an integer or out of range"
+ERR_TIMEOUT_NEGATIVE = "ERR timeout is negative"
+ERR_TIMEOUT_RANGE = "ERR timeout is out of range"
 
 
 def is_canonical_int(arg: bytes) -> bool:
@@ -89,3 +92,14 @@ def parse_float(arg: bytes, error: str = NOT_FLOAT) -> float:
 def eq(arg: bytes, word: bytes) -> bool:
     """Case-insensitive option match; word must be lowercase."""
     return len(arg) == len(word) and arg.lower() == word
+
+
+def parse_block_timeout(arg: bytes, now_ms: int) -> int:
+    """A blocking command's timeout in milliseconds (XREAD's BLOCK, WAIT, CLIENT PAUSE:
+    getTimeoutFromObjectOrReply): 0 = forever."""
+    value = parse_int(arg, ERR_TIMEOUT_NOT_INT)
+    if value < 0:
+        raise CommandError(ERR_TIMEOUT_NEGATIVE)
+    if value > 0 and value > INT64_MAX - now_ms:
+        raise CommandError(ERR_TIMEOUT_RANGE)
+    return value

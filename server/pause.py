@@ -19,6 +19,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from server.dispatch import clear_fast_lookup, find
+from server.errors import CommandError
+
 if TYPE_CHECKING:
     import asyncio
 
@@ -41,8 +44,6 @@ class ClientPause:
 
     # -- starting and ending ------------------------------------------------------------------
     def pause(self, timeout_ms: int, mode: str) -> None:
-        from server.dispatch import clear_fast_lookup
-
         loop = self.server.loop
         if timeout_ms <= 0 and self.mode is None:
             return  # (Redis's end time 0 has passed already: nothing is paused)
@@ -99,9 +100,6 @@ class ClientPause:
 
 
 def _writes(argv: list[bytes]) -> bool:
-    from server.dispatch import find
-    from server.errors import CommandError
-
     try:
         return find(argv).is_write
     except CommandError:

@@ -6,6 +6,8 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING
 
+from server.memory_report import rss_bytes
+
 if TYPE_CHECKING:
     from server.latency import LatencyMonitor
 
@@ -53,8 +55,6 @@ class Stats:
 
     def note_fork(self, usec: int, latency: LatencyMonitor) -> None:
         """A child was forked (BGSAVE, BGREWRITEAOF) in `usec` microseconds."""
-        from server.info import rss_bytes
-
         self.total_forks += 1
         self.latest_fork_usec = usec
         self.fork_rate_gb_s = rss_bytes() * 1_000_000 / max(usec, 1) / 1024**3

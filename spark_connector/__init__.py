@@ -19,7 +19,7 @@ FORMAT = "xstream"
 
 def register(spark: SparkSession) -> None:
     """Register the ``xstream`` format on ``spark``."""
-    from spark_connector.source import XStreamDataSource
+    from spark_connector.source import XStreamDataSource  # deferred: pyspark, when used
 
     spark.dataSource.register(XStreamDataSource)
 
@@ -27,7 +27,7 @@ def register(spark: SparkSession) -> None:
 def __getattr__(name: str) -> Any:
     # pyspark is imported only when the data source itself is needed
     if name == "XStreamDataSource":
-        from spark_connector.source import XStreamDataSource
+        from spark_connector.source import XStreamDataSource  # deferred: pyspark, when used
 
         return XStreamDataSource
     raise AttributeError(name)

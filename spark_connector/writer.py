@@ -29,6 +29,7 @@ from typing import Any
 
 import pyarrow as pa
 import redis
+from pyspark import TaskContext
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceStreamArrowWriter,
@@ -236,8 +237,6 @@ def write_once(
 
 
 def _task_context() -> Any:
-    from pyspark import TaskContext
-
     return TaskContext.get()
 
 

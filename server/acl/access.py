@@ -12,9 +12,10 @@ from server.acl.registry import (
     check_command,
     read_acl_file,
 )
-from server.acl.selector import ALLOWED, DENIED_CMD, DENIED_KEY
+from server.acl.selector import ALLOWED, DENIED_CMD, DENIED_KEY, Selector
 from server.acl.user import User
 from server.acl_log import AclLog
+from server.client_info import client_info_line
 from server.config import split_config_line
 from storage.keyspace import now_ms
 
@@ -124,8 +125,6 @@ class AccessControl:
 
     def record_denial(self, client: Client, spec: CommandSpec, argv: list[bytes], result: int,
                       pos: int, context: str) -> None:
-        from server.commands.client_cmds import client_info_line
-
         reason = DENIAL_REASONS[result]
         self.server.stats.acl_denied[reason] += 1
         target = spec.fullname.encode() if result == DENIED_CMD else argv[pos]
@@ -133,8 +132,6 @@ class AccessControl:
                      now_ms(), self.server.config["acllog-max-len"])
 
     def record_auth_failure(self, client: Client, command: bytes, username: bytes) -> None:
-        from server.commands.client_cmds import client_info_line
-
         self.server.stats.auth_failures += 1
         self.log.add("auth", "multi" if client.in_exec else "toplevel", command, username,
                      client_info_line(client), now_ms(), self.server.config["acllog-max-len"])
@@ -169,8 +166,6 @@ class AccessControl:
                 channel in upcoming
                 for selector in current.selectors for channel in selector.channels):
             return  # nothing taken away
-        from server.acl.selector import Selector
-
         allowed = Selector()
         allowed.channels = upcoming
         for client in list(self.server.clients.values()):

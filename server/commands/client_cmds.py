@@ -7,9 +7,12 @@ import time
 
 from protocol.encoder import OK, Verbatim
 from server.client import REPLY_OFF, REPLY_SKIP, REPLY_SKIP_NEXT, Client
+from server.client_info import client_info_line, client_type
+from server.commands.help import help_reply
 from server.dispatch import NO_REPLY, command, container
 from server.errors import SYNTAX, CommandError, client_text, subcommand_syntax_error
-from server.parsing import eq, parse_int
+from server.parsing import eq, parse_block_timeout, parse_int
+from server.pause import ALL, WRITE
 
 container("client", -2, "sentinel", summary="A container for client connection commands.",
           since="2.4.0", group="connection")
@@ -24,53 +27,6 @@ def validate_name(name: bytes, what: str) -> None:
     if any(b < 33 or b > 126 for b in name):
         raise CommandError(f"ERR {what} cannot contain spaces, newlines or special characters.")
 
-
-
-def client_type(client: Client) -> bytes:
-    """getClientType: "pubsub" in Pub/Sub mode, else "normal" (no replicas or masters here)."""
-    return b"pubsub" if client.subscribed else b"normal"
-
-
-def _subscription_fields(client: Client) -> str:
-    subs = client.subs
-    if subs is None:
-        return "sub=0 psub=0 ssub=0"
-    return (f"sub={len(subs.channels)} psub={len(subs.patterns)} "
-            f"ssub={len(subs.shard_channels)}")
-
-
-def client_info_line(client: Client) -> str:
-    """One CLIENT LIST line, with Redis 8's fields in Redis's order."""
-    now = time.monotonic()
-    multi = len(client.multi) if client.multi is not None else -1
-    sink = client.sink
-    omem = sink.output_size() if sink is not None else 0
-    reader = getattr(sink, "reader", None)
-    fd = _fileno(sink)
-    qbuf = reader.pending_bytes() if reader is not None else 0
-    obl = client.output_bytes()
-    redir = client.tracking.redirect if client.tracking is not None else -1
-    return (
-        f"id={client.id} addr={client.addr} laddr={client.laddr} fd={fd} "
-        f"name={client_text(client.name)} age={int(now - client.created)} "
-        f"idle={int(now - client.last_interaction)} flags={client.flags_text()} "
-        f"db={client.db.id} {_subscription_fields(client)} multi={multi} "
-        f"watch={len(client.watched)} "
-        f"qbuf={qbuf} qbuf-free=0 argv-mem={client.argv_bytes} multi-mem=0 rbs=16384 rbp=0 "
-        f"obl={obl} oll=0 omem={omem} tot-mem={qbuf + obl + omem} events=r "
-        f"cmd={client_text(client.last_cmd)} user={client_text(client.user.name)} redir={redir} "
-        f"resp={client.protocol} "
-        f"lib-name={client_text(client.lib_name)} lib-ver={client_text(client.lib_ver)} io-thread=0"
-    )
-
-
-def _fileno(sink: object) -> int:
-    transport = getattr(sink, "transport", None)
-    sock = transport.get_extra_info("socket") if transport is not None else None
-    try:
-        return sock.fileno() if sock is not None else -1
-    except (OSError, ValueError):
-        return -1
 
 
 @command("client|id", 2, "noscript loading stale", categories=_CAT, since="5.0.0",
@@ -290,9 +246,6 @@ def client_unblock(client: Client, argv: list[bytes]) -> object:
 @command("client|pause", -3, "admin noscript loading stale sentinel", categories=_ADMIN_CAT,
          since="3.0.0", summary="Suspends commands processing.", group="connection")
 def client_pause(client: Client, argv: list[bytes]) -> object:
-    from server.commands.stream_args import parse_block_timeout
-    from server.pause import ALL, WRITE
-
     if len(argv) > 4:
         raise subcommand_syntax_error(argv)
     timeout_ms = parse_block_timeout(argv[2], time.time_ns() // 1_000_000)
@@ -317,8 +270,6 @@ def client_unpause(client: Client, argv: list[bytes]) -> object:
 @command("client|help", 2, "loading stale", categories=_CAT, since="5.0.0",
          summary="Returns helpful text about the different subcommands.", group="connection")
 def client_help(client: Client, argv: list[bytes]) -> object:
-    from server.commands.help import help_reply
-
     return help_reply("CLIENT", [
         "CACHING (YES|NO)",
         "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",

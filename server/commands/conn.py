@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from protocol.encoder import OK, Raw, SimpleString
-from server.app import VERSION
 from server.client import REPLY_OFF, REPLY_SKIP_NEXT, Client
 from server.commands.client_cmds import validate_name
 from server.dispatch import command
 from server.errors import DB_INDEX_OUT_OF_RANGE, SYNTAX, CommandError, client_text, wrong_arity
 from server.parsing import eq, parse_c_int, parse_int
+from server.version import VERSION
 
 PONG = Raw(b"+PONG\r\n")
 WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."

@@ -7,6 +7,7 @@ from typing import Any
 from protocol.encoder import OK, SimpleString
 from server import notify
 from server.client import Client
+from server.commands.help import help_reply
 from server.dispatch import command, container
 from server.errors import DB_INDEX_OUT_OF_RANGE, NO_SUCH_KEY, SYNTAX, CommandError
 from server.parsing import INT64_MAX, INT64_MIN, eq, parse_c_int, parse_int, string2ull
@@ -537,8 +538,6 @@ def object_freq(client: Client, argv: list[bytes]) -> object:
 @command("object|help", 2, "loading stale", categories=f"{_KS} @slow", since="6.2.0",
          summary="Returns helpful text about the different subcommands.")
 def object_help(client: Client, argv: list[bytes]) -> object:
-    from server.commands.help import help_reply
-
     return help_reply("OBJECT", [
         "ENCODING <key>",
         "    Return the kind of internal representation used in order to store the value",

@@ -8,6 +8,7 @@ from protocol.encoder import OK, SimpleString
 from server.client import Client
 from server.dispatch import command
 from server.errors import SYNTAX, CommandError
+from server.persistence.manager import PersistenceError
 
 _ADMIN = "@admin @slow @dangerous"
 
@@ -22,8 +23,6 @@ def _manager(client: Client) -> Any:
 @command("save", 1, "admin noscript no-async-loading no-multi", categories=_ADMIN,
          summary="Synchronously saves the database(s) to disk.", group="server")
 def save(client: Client, argv: list[bytes]) -> object:
-    from server.persistence.manager import PersistenceError
-
     p = _manager(client)
     try:
         p.save()
@@ -38,8 +37,6 @@ def save(client: Client, argv: list[bytes]) -> object:
 @command("bgsave", -1, "admin noscript no-async-loading", categories=_ADMIN,
          summary="Asynchronously saves the database(s) to disk.", group="server")
 def bgsave(client: Client, argv: list[bytes]) -> object:
-    from server.persistence.manager import PersistenceError
-
     schedule = False
     if len(argv) > 1:
         if len(argv) == 2 and argv[1].lower() == b"schedule":
@@ -58,8 +55,6 @@ def bgsave(client: Client, argv: list[bytes]) -> object:
 @command("bgrewriteaof", 1, "admin noscript no-async-loading", categories=_ADMIN,
          summary="Asynchronously rewrites the append-only file to disk.", group="server")
 def bgrewriteaof(client: Client, argv: list[bytes]) -> object:
-    from server.persistence.manager import PersistenceError
-
     try:
         how = _manager(client).start_rewrite()
     except PersistenceError as exc:

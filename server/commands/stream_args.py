@@ -15,7 +15,11 @@ from typing import TYPE_CHECKING, Protocol
 
 from server import notify
 from server.errors import NOT_INTEGER, SYNTAX, CommandError, WrongTypeError, client_text
-from server.parsing import INT64_MAX, eq, is_canonical_int
+from server.parsing import (
+    eq,
+    is_canonical_int,
+    parse_block_timeout,
+)
 from storage.stream import Stream
 from storage.stream_id import (
     INVALID_ID_MSG,
@@ -54,9 +58,6 @@ ERR_LIMIT_NO_APPROX = "ERR syntax error, LIMIT cannot be used without the specia
 ERR_NUMIDS_POSITIVE = "ERR Number of IDs must be a positive integer"
 ERR_NUMIDS_MISMATCH = "ERR The `numids` parameter must match the number of arguments"
 ERR_IDS_REQUIRED = "ERR IDS option is required"
-ERR_TIMEOUT_NOT_INT = "ERR timeout is not an integer or out of range"
-ERR_TIMEOUT_NEGATIVE = "ERR timeout is negative"
-ERR_TIMEOUT_RANGE = "ERR timeout is out of range"
 
 # XDELEX / XACKDEL per-ID result codes.
 DEL_NO_ID = -1
@@ -155,16 +156,6 @@ def parse_count(arg: bytes) -> int:
     """COUNT of XRANGE/XREAD: an integer, negative meaning 0 (no limit for XREAD)."""
     value = parse_ll(arg)
     return value if value > 0 else 0
-
-
-def parse_block_timeout(arg: bytes, now_ms: int) -> int:
-    """BLOCK <ms> (getTimeoutFromObjectOrReply in milliseconds): 0 = forever."""
-    value = parse_ll(arg, ERR_TIMEOUT_NOT_INT)
-    if value < 0:
-        raise CommandError(ERR_TIMEOUT_NEGATIVE)
-    if value > 0 and value > INT64_MAX - now_ms:
-        raise CommandError(ERR_TIMEOUT_RANGE)
-    return value
 
 
 def policy_of(arg: bytes) -> str | None:

@@ -27,6 +27,8 @@ import signal
 import socket
 from typing import TYPE_CHECKING, Any
 
+from server.connection import Connection
+
 if TYPE_CHECKING:
     from server.app import Server
     from server.client import Client
@@ -198,8 +200,6 @@ class BusyPeriod:
         self.write_output()
 
     def _accept(self, listening: socket.socket) -> None:
-        from server.connection import Connection
-
         while True:
             try:
                 sock, _ = listening.accept()

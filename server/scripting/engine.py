@@ -19,14 +19,19 @@ from lupa.lua51 import lua_type
 
 from protocol.encoder import ErrorReply
 from server import dispatch
+from server.acl.registry import check_command
+from server.acl.selector import ALLOWED
+from server.block_request import BlockRequest, timeout_reply
+from server.client import Client
+from server.dispatch import call, find
 from server.errors import BUSY_FUNCTION_TEXT, BUSY_TEXT, OOM_TEXT, CommandError
 from server.scripting import busy, convert, lua_libs
 from server.scripting.lua_env import LuaEnv
+from server.version import VERSION
 from storage.keyspace import now_ms
 
 if TYPE_CHECKING:
     from server.app import Server
-    from server.client import Client
 
 NO_WRITES = "no-writes"
 ALLOW_OOM = "allow-oom"
@@ -217,8 +222,6 @@ class ScriptEngine:
     def _script_client(self, caller: Client) -> Client:
         """The client the script's commands run as (Redis's lua_client): no connection, the
         caller's database and user, RESP2 replies unless redis.setresp says otherwise."""
-        from server.client import Client
-
         client = self._client
         if client is None:
             client = self._client = Client(0, self.server, None, addr="lua")
@@ -244,9 +247,6 @@ class ScriptEngine:
 
     def _call(self, args: tuple[Any, ...]) -> tuple[bool, Any]:
         """(True, the reply as Lua sees it) or (False, {err=...})."""
-        from server.blocking import timeout_reply
-        from server.dispatch import BlockRequest, call
-
         state = self.running
         client = self._client
         if state is None or client is None:
@@ -280,8 +280,6 @@ class ScriptEngine:
     def _check(self, state: RunState, client: Client, argv: list[bytes]) -> tuple[str | None, Any]:
         """scriptCall's checks: (None, the command's spec), or the refusal and the spec (None
         for an unknown command)."""
-        from server.dispatch import find
-
         server = self.server
         try:
             spec = find(argv)
@@ -308,10 +306,6 @@ class ScriptEngine:
 
     def _acl_check(self, *args: Any) -> bool:
         """redis.acl_check_cmd: whether the caller's user may run the command."""
-        from server.acl.registry import check_command
-        from server.acl.selector import ALLOWED
-        from server.dispatch import find
-
         if not args:
             raise RaisedError(self._err("ERR Please specify at least one argument for this "
                                         "redis lib call"))
@@ -420,8 +414,6 @@ class ScriptEngine:
         return ()
 
     def _version(self) -> tuple[bytes, int]:
-        from server.app import VERSION
-
         major, minor, patch = (int(part) for part in VERSION.split("."))
         return VERSION.encode(), (major << 16) | (minor << 8) | patch
 

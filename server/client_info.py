@@ -1,0 +1,56 @@
+"""A client as CLIENT LIST / CLIENT INFO show it (also in ACL LOG's client-info): one line of
+Redis 8's fields in Redis's order."""
+
+from __future__ import annotations
+
+import time
+
+from server.client import Client
+from server.errors import client_text
+
+
+def client_type(client: Client) -> bytes:
+    """getClientType: "pubsub" in Pub/Sub mode, else "normal" (no replicas or masters here)."""
+    return b"pubsub" if client.subscribed else b"normal"
+
+
+def _subscription_fields(client: Client) -> str:
+    subs = client.subs
+    if subs is None:
+        return "sub=0 psub=0 ssub=0"
+    return (f"sub={len(subs.channels)} psub={len(subs.patterns)} "
+            f"ssub={len(subs.shard_channels)}")
+
+
+def client_info_line(client: Client) -> str:
+    """One CLIENT LIST line, with Redis 8's fields in Redis's order."""
+    now = time.monotonic()
+    multi = len(client.multi) if client.multi is not None else -1
+    sink = client.sink
+    omem = sink.output_size() if sink is not None else 0
+    reader = getattr(sink, "reader", None)
+    fd = _fileno(sink)
+    qbuf = reader.pending_bytes() if reader is not None else 0
+    obl = client.output_bytes()
+    redir = client.tracking.redirect if client.tracking is not None else -1
+    return (
+        f"id={client.id} addr={client.addr} laddr={client.laddr} fd={fd} "
+        f"name={client_text(client.name)} age={int(now - client.created)} "
+        f"idle={int(now - client.last_interaction)} flags={client.flags_text()} "
+        f"db={client.db.id} {_subscription_fields(client)} multi={multi} "
+        f"watch={len(client.watched)} "
+        f"qbuf={qbuf} qbuf-free=0 argv-mem={client.argv_bytes} multi-mem=0 rbs=16384 rbp=0 "
+        f"obl={obl} oll=0 omem={omem} tot-mem={qbuf + obl + omem} events=r "
+        f"cmd={client_text(client.last_cmd)} user={client_text(client.user.name)} redir={redir} "
+        f"resp={client.protocol} "
+        f"lib-name={client_text(client.lib_name)} lib-ver={client_text(client.lib_ver)} io-thread=0"
+    )
+
+
+def _fileno(sink: object) -> int:
+    transport = getattr(sink, "transport", None)
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    try:
+        return sock.fileno() if sock is not None else -1
+    except (OSError, ValueError):
+        return -1
