@@ -15,15 +15,15 @@ from server.blocking import BlockRequest
 from server.client import Client
 from server.commands import command_cmd, monitor  # noqa: F401 - register COMMAND, MONITOR
 from server.commands.help import help_reply
-from server.commands.stream_args import parse_block_timeout
 from server.config import ConfigError
 from server.config_rewrite import rewrite_config_file
-from server.dispatch import all_specs, command, container
+from server.dispatch import NO_REPLY, all_specs, command, container
 from server.errors import SYNTAX, CommandError
 from server.info import render_info
-from server.parsing import parse_int
+from server.parsing import parse_block_timeout, parse_int
 from server.persistence.aof_wait import AOF_OFF_TEXT
 from server.persistence.dump_payload import dump
+from server.shutdown import request_shutdown, shutdown_during_script
 from storage.digest import dataset_digest, value_digest
 from storage.keyspace import object_encoding
 
@@ -356,11 +356,9 @@ def shutdown(client: Client, argv: list[bytes]) -> object:
     if client.server.script_busy:  # (server/scripting/busy.py)
         if not flags & shutdown_flags.NOSAVE:
             raise CommandError(client.server.script_busy)
-        client.server.shutdown_during_script()
-    client.server.request_shutdown(flags, client=client)
+        shutdown_during_script(client.server)
+    request_shutdown(client.server, flags, client=client)
     # Like Redis, a successful SHUTDOWN answers nothing: the connection just closes.
-    from server.dispatch import NO_REPLY
-
     return NO_REPLY
 
 
