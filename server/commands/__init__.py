@@ -1,4 +1,7 @@
-"""Command families; importing this package registers every command in server.dispatch."""
+"""Command families, one module per family; importing this package registers every command in
+the dispatcher's table (server.dispatch). A family may import the subsystems and the core,
+never a connection (a command sees its Client) and never another family: shared helpers
+(stream_args, group_common, strings, keys, help) are what families have in common."""
 
 from server.commands import (  # noqa: F401
     acl_cmds,
