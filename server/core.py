@@ -91,6 +91,9 @@ class ServerCore:
         self.script_deny_disabled = False  # DEBUG SET-DISABLE-DENY-SCRIPTS
         self._before_sleep_scheduled = False
         self.propagate_hooks: list[PropagateHook] = []
+        # The effects of an EXEC or a script, held until it ends (propagate_batch).
+        self.propagate_batch: list[tuple[int, list[bytes]]] | None = None
+        self._batch_depth = 0
         self.before_sleep_hooks: list[Callable[[], None]] = []
         self.cron_hooks: list[Callable[[], None]] = []
         # Run at shutdown with its flags (server/shutdown_flags.py); False: it can't be done
@@ -345,13 +348,42 @@ class ServerCore:
                 for client in watchers:
                     client.cas_dirty = True
 
+    # -- propagation: the one way writes reach the AOF and the replicas ------------------------
     def propagate(self, db: Database, argv: list[bytes], changes: int = 1) -> None:
-        """Record a write's effect (for the AOF); argv is the command that reproduces it.
+        """Record a write's effect (alsoPropagate); argv is the command that reproduces it.
         ``changes`` is what it adds to the dirty counter (rdb_changes_since_last_save), which
         Redis counts per command: per entry deleted or acknowledged for some."""
         self.dirty += changes
+        batch = self.propagate_batch
+        if batch is not None:
+            batch.append((db.id, argv))
+            return
         for hook in self.propagate_hooks:
             hook(db.id, argv)
+
+    def begin_propagation_batch(self) -> None:
+        """EXEC and scripts: the effects of the commands they run go out together when the
+        outermost of them ends (end_propagation_batch)."""
+        self._batch_depth += 1
+        if self.propagate_batch is None:
+            self.propagate_batch = []
+
+    def end_propagation_batch(self) -> None:
+        """propagatePendingCommands: one effect goes out alone, several inside MULTI / EXEC
+        (MULTI in the first one's database, so a SELECT goes before it, and EXEC in the
+        last one's, so none goes before EXEC)."""
+        self._batch_depth -= 1
+        if self._batch_depth > 0:
+            return
+        batch, self.propagate_batch = self.propagate_batch, None
+        if not batch:
+            return
+        if len(batch) > 1:
+            batch = [(batch[0][0], [b"MULTI"]), *batch, (batch[-1][0], [b"EXEC"])]
+        hooks = self.propagate_hooks
+        for dbid, argv in batch:
+            for hook in hooks:
+                hook(dbid, argv)
 
     # -- checks and statistics ----------------------------------------------------------------
     def refuse_reason(self, client: Client, spec: CommandSpec) -> str | None:

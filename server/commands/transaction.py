@@ -66,12 +66,8 @@ def exec_(client: Client, argv: list[bytes]) -> object:
     # As in Redis the client stays in MULTI state while EXEC runs the queue (CLIENT INFO shows
     # flags=x, and WATCH / MULTI inside the transaction are refused), then leaves it.
     client.in_exec = True
-    # A copy: every hook that began the transaction ends it, even if EXEC turns the AOF
-    # on or off (registering or removing its hook).
-    hooks = list(server.propagate_hooks)
+    server.begin_propagation_batch()
     try:
-        for hook in hooks:
-            getattr(hook, "begin_transaction", lambda: None)()
         for queued_argv in queued:
             try:
                 spec = lookup(queued_argv)
@@ -90,8 +86,7 @@ def exec_(client: Client, argv: list[bytes]) -> object:
     finally:
         client.in_exec = False
         client.multi = None
-        for hook in hooks:
-            getattr(hook, "end_transaction", lambda: None)()
+        server.end_propagation_batch()
     return replies
 
 

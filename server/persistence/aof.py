@@ -1,5 +1,5 @@
 """Writing the append-only file: the in-memory buffer fed by Server.propagate, SELECT insertion,
-MULTI/EXEC wrapping, the write pass before replies go out, the fsync policies and write errors.
+the write pass before replies go out, the fsync policies and write errors.
 
 Group commit: commands are buffered as they execute; the before-sleep pass writes the whole
 buffer with one write() and, with `appendfsync always`, one fdatasync(), before any client reply
@@ -32,8 +32,6 @@ def _fsync_default(fd: int) -> None:
     os.fdatasync(fd)
 
 
-_MULTI = encode_command([b"MULTI"])
-_EXEC = encode_command([b"EXEC"])
 
 
 class FsyncWorker:
@@ -110,8 +108,6 @@ class AofWriter:
         self.fresh = False  # commands were added since the owner last cleared this
         self.inject_errno = 0  # test hook (DEBUG AOF-WRITE-ERROR): writes fail with this errno
         # MULTI/EXEC: commands of a transaction are collected and written as one unit.
-        self._txn: list[tuple[int, bytes]] | None = None
-        self._txn_depth = 0
         # Set by the owner: called when the buffer goes from empty to non-empty.
         self.on_data: Callable[[], None] = lambda: None
         # Set by the owner: told how long each write ("write") and `always` fsync ("fsync")
@@ -163,10 +159,7 @@ class AofWriter:
 
     # -- feeding ------------------------------------------------------------------------------
     def feed(self, db: int, argv: list[bytes]) -> None:
-        if self._txn is not None:
-            self._txn.append((db, encode_command(argv)))
-            return
-        # _append inlined: this runs for every write command
+        # (this runs for every write command)
         buf = self.buf
         if not buf:
             self.on_data()
@@ -175,39 +168,6 @@ class AofWriter:
             self.selected_db = db
         buf += encode_command(argv)
         self.fresh = True
-
-    def _append(self, db: int, data: bytes) -> None:
-        was_empty = not self.buf
-        self.fresh = True
-        if db != self.selected_db:
-            self.buf += encode_command([b"SELECT", str(db).encode()])
-            self.selected_db = db
-        self.buf += data
-        if was_empty:
-            self.on_data()
-
-    def begin_transaction(self) -> None:
-        self._txn_depth += 1
-        if self._txn_depth == 1:
-            self._txn = []
-
-    def end_transaction(self) -> None:
-        self._txn_depth = max(0, self._txn_depth - 1)
-        if self._txn_depth or self._txn is None:
-            return
-        commands, self._txn = self._txn, None
-        if len(commands) == 1:
-            self._append(*commands[0])
-        elif commands:
-            # SELECT goes before MULTI for the first command; any later SELECT is inside.
-            self._append(commands[0][0], _MULTI)
-            for db, data in commands:
-                self._append(db, data)
-            self._append(self.selected_db, _EXEC)
-
-    @property
-    def in_transaction(self) -> bool:
-        return self._txn_depth > 0
 
     def reset_selected_db(self) -> None:
         self.selected_db = -1

@@ -126,7 +126,9 @@ class BackgroundJobs:
         if self.child is not None and self.child.kind == "aof":
             raise PersistenceError(
                 "ERR Background append only file rewriting already in progress")
-        if self.child is not None or p.writer.in_transaction:
+        # (not while an EXEC or a script runs: its effects go out when it ends, after the
+        # child took its image, and would be applied twice)
+        if self.child is not None or p.server.propagate_batch is not None:
             self.rewrite_scheduled = True
             return "scheduled"
         self.rewrite_scheduled = False

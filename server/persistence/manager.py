@@ -46,15 +46,13 @@ RDB_MISCONF = (
 
 def _make_feed(p: Persistence) -> Callable[[int, list[bytes]], None]:
     """The propagate hook: the command goes to the AOF writer (not while loading the files).
-    It carries begin/end_transaction for EXEC's MULTI/EXEC wrapping. A plain function, as
-    it runs for every write command: an object's __call__ costs twice a function call."""
+    A plain function, as it runs for every write command: an object's __call__ costs twice a
+    function call."""
 
     def feed(db: int, argv: list[bytes]) -> None:
         if not p.server.loading:
             p.writer.feed(db, argv)
 
-    feed.begin_transaction = lambda: p.writer.begin_transaction()  # type: ignore[attr-defined]
-    feed.end_transaction = lambda: p.writer.end_transaction()  # type: ignore[attr-defined]
     return feed
 
 

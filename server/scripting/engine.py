@@ -167,15 +167,13 @@ class ScriptEngine:
         client = self._script_client(caller)
         state.started = time.monotonic()
         self.running = state
-        hooks = list(server.propagate_hooks)
         # The time stands still while a script runs (Redis 7+): keys do not expire midway.
         clocks = [db.clock for db in server.dbs]
         frozen = now_ms()
         for db in server.dbs:
             db.clock = lambda: frozen
+        server.begin_propagation_batch()
         try:
-            for hook in hooks:
-                getattr(hook, "begin_transaction", lambda: None)()
             if function_env is None:
                 ok, value = self.eval_env.run(script.function, keys, args)
             else:
@@ -188,8 +186,7 @@ class ScriptEngine:
             if state.busy is not None:
                 server.script_busy = ""
                 state.busy.end()
-            for hook in hooks:
-                getattr(hook, "end_transaction", lambda: None)()
+            server.end_propagation_batch()
             client.user = server.acl.users.default
         env = function_env or self.eval_env
         if not ok:

@@ -64,43 +64,6 @@ def test_new_file_starts_with_select_again(tmp_path) -> None:
     w.retire()
 
 
-def test_transactions_are_wrapped_only_with_several_commands(tmp_path) -> None:
-    w = AofWriter("no")
-    w.open(str(tmp_path / "a.aof"))
-    w.begin_transaction()
-    w.feed(0, [b"SET", b"a", b"1"])
-    w.end_transaction()
-    w.begin_transaction()
-    w.end_transaction()  # nothing propagated: nothing written
-    w.begin_transaction()
-    w.feed(0, [b"SET", b"b", b"1"])
-    w.begin_transaction()  # nested (a command running inside EXEC) joins the outer one
-    w.feed(1, [b"SET", b"c", b"1"])
-    w.end_transaction()
-    assert w.in_transaction
-    w.end_transaction()
-    w.flush()
-    assert _commands(_read(w.path)) == [
-        [b"SELECT", b"0"], [b"SET", b"a", b"1"],
-        [b"MULTI"], [b"SET", b"b", b"1"], [b"SELECT", b"1"], [b"SET", b"c", b"1"], [b"EXEC"],
-    ]
-    w.retire()
-
-
-def test_transaction_is_not_flushed_half_way(tmp_path) -> None:
-    w = AofWriter("no")
-    w.open(str(tmp_path / "a.aof"))
-    w.begin_transaction()
-    w.feed(0, [b"SET", b"a", b"1"])
-    w.feed(0, [b"SET", b"b", b"1"])
-    w.flush()
-    assert _read(w.path) == b""
-    w.end_transaction()
-    w.flush()
-    assert len(_commands(_read(w.path))) == 5
-    w.retire()
-
-
 def test_always_is_one_fsync_per_flush_whatever_the_batch(tmp_path) -> None:
     counter = FsyncCounter()
     w = AofWriter("always", fsync=counter)
