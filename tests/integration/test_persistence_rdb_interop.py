@@ -304,6 +304,27 @@ def test_dbfilename_naming_an_xsnap_file_loads_it_and_saves_rdb_there(tmp_path: 
         assert state(proc) == expected
 
 
+def test_an_old_appendonlydir_whose_base_is_xsnap_still_loads(tmp_path: Path) -> None:
+    aof = tmp_path / "appendonlydir"
+    aof.mkdir()
+    save_xsnap(str(aof / "appendonly.aof.1.base.aof"), _xsnap_dataset())
+    (aof / "appendonly.aof.1.incr.aof").write_bytes(
+        b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*3\r\n$3\r\nSET\r\n$5\r\nafter\r\n$1\r\n1\r\n")
+    (aof / "appendonly.aof.manifest").write_text(
+        "file appendonly.aof.1.base.aof seq 1 type b\n"
+        "file appendonly.aof.1.incr.aof seq 1 type i\n")
+    with started(str(tmp_path)) as proc:
+        r = connect(proc)
+        assert r.get("k") == b"old format" and r.get("after") == b"1"
+        assert connect(proc, 1).xlen("s") > 0
+        r.bgrewriteaof()  # the next base is an RDB file
+        wait_idle(r)
+        expected = state(proc)
+    assert _aof_files(tmp_path)[0] == "appendonly.aof.2.base.rdb"
+    with started(str(tmp_path)) as proc:
+        assert state(proc) == expected
+
+
 def test_debug_reload_round_trips_and_reports_a_damaged_file(tmp_path: Path) -> None:
     with started(str(tmp_path), "--appendonly", "no") as proc:
         r = connect(proc)

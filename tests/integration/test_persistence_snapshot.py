@@ -70,6 +70,8 @@ def test_bgsave_in_a_child(tmp_path) -> None:
         assert i["rdb_last_bgsave_status"] == "ok" and i["rdb_saves"] == 1
         assert i["rdb_changes_since_last_save"] == 0
         entries = r.xrange("s")
+    with open(os.path.join(workdir, "dump.rdb"), "rb") as fh:
+        assert fh.read(9) == b"REDIS0010"  # an RDB file (streams, no consumers: version 10)
     with started(workdir, "--appendonly", "no") as proc:
         assert connect(proc).xrange("s") == entries
 
