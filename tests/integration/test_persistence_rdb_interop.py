@@ -10,6 +10,7 @@ reports a damaged file."""
 
 from __future__ import annotations
 
+import io
 import os
 import random
 import shutil
@@ -22,6 +23,7 @@ from typing import Any
 import pytest
 import redis
 
+from server.persistence.rdb_writer import write_rdb
 from storage.keyspace import Database, StringValue
 from tests.helpers import REPO_ROOT, ServerProcess, free_port, redis_server_path, valkey_server_path
 from tests.integration.test_persistence_support import (
@@ -323,6 +325,22 @@ def test_an_old_appendonlydir_whose_base_is_xsnap_still_loads(tmp_path: Path) ->
     assert _aof_files(tmp_path)[0] == "appendonly.aof.2.base.rdb"
     with started(str(tmp_path)) as proc:
         assert state(proc) == expected
+
+
+def test_an_rdb_base_followed_by_commands_loads_both(tmp_path: Path) -> None:
+    """Redis's RDB preamble: an AOF file that starts as an RDB and goes on with commands
+    (what Redis 4 to 6 wrote in appendonly.aof) replays both parts."""
+    aof = tmp_path / "appendonlydir"
+    aof.mkdir()
+    out = io.BytesIO()
+    write_rdb(out, _xsnap_dataset(), aof_base=True)
+    command = b"*3\r\n$3\r\nSET\r\n$4\r\ntail\r\n$1\r\n1\r\n"
+    (aof / "appendonly.aof.1.base.rdb").write_bytes(out.getvalue() + command)
+    (aof / "appendonly.aof.manifest").write_text("file appendonly.aof.1.base.rdb seq 1 type b\n")
+    with started(str(tmp_path)) as proc:
+        r = connect(proc)
+        assert r.get("k") == b"old format" and r.get("tail") == b"1"
+        assert connect(proc, 1).xlen("s") > 0
 
 
 def test_debug_reload_round_trips_and_reports_a_damaged_file(tmp_path: Path) -> None:
