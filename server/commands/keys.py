@@ -11,7 +11,7 @@ from server.commands.help import help_reply
 from server.dispatch import command, container
 from server.errors import DB_INDEX_OUT_OF_RANGE, NO_SUCH_KEY, SYNTAX, CommandError
 from server.parsing import INT64_MAX, INT64_MIN, eq, parse_c_int, parse_int, string2ull
-from server.persistence.snapshot import clone_stream
+from server.persistence.rdb_values import clone_stream
 from storage.keyspace import Database, StringValue, is_shared_integer, type_name
 from storage.keyspace import object_encoding as encoding_of
 from storage.stream import Stream

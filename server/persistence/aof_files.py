@@ -28,6 +28,7 @@ from server.persistence.manifest import (
     manifest_name,
     save_manifest,
 )
+from server.persistence.rdb_encoding import MAGIC as RDB_MAGIC
 
 TEMP_INCR_SUFFIX = ".incr"
 
@@ -103,11 +104,14 @@ class AofFiles:
 
     def install_base(self, temp_path: str, temp_incr: str | None = None,
                      keep_incr: bool = True) -> tuple[AofFile, str]:
-        """Rename a finished rewrite into the next base; keep only the newest incr (or the
-        temp incr of a first rewrite, renamed to the next incr; or none at all when the AOF
-        is off and the rewrite is all there is). Returns (base, incr path)."""
+        """Rename a finished rewrite into the next base (`.base.rdb` when it is an RDB file);
+        keep only the newest incr (or the temp incr of a first rewrite, renamed to the next
+        incr; or none at all when the AOF is off and the rewrite is all there is). Returns
+        (base, incr path)."""
         man = (self.manifest or Manifest()).copy()
-        base = man.new_base(self.prefix)
+        with open(temp_path, "rb") as fh:
+            is_rdb = fh.read(len(RDB_MAGIC)) == RDB_MAGIC
+        base = man.new_base(self.prefix, rdb=is_rdb)
         old = ([man.base] if man.base is not None else [])
         if temp_incr is not None:
             old += man.incrs

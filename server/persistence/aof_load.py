@@ -118,15 +118,15 @@ class ReplayClient(Client):
 
 
 def replay_bytes(server: Server, data: bytes | mmap.mmap, name: str, is_last: bool,
-                 allow_truncated: bool) -> FileResult:
-    """Run every command in data. Returns what happened; a truncated tail is reported in
-    truncated_at (the caller cuts the file there) or raises AofLoadError."""
+                 allow_truncated: bool, offset: int = 0) -> FileResult:
+    """Run every command in data from offset on. Returns what happened; a truncated tail
+    is reported in truncated_at (the caller cuts the file there) or raises AofLoadError."""
     client = ReplayClient(server)
     result = FileResult()
-    before_multi = 0
+    before_multi = offset
     log = server.log
     try:
-        for start, argv, _end in iter_commands(data):
+        for start, argv, _end in iter_commands(data, offset):
             try:
                 lookup(argv)
             except CommandError as exc:
@@ -173,8 +173,9 @@ def _truncated(result: FileResult, name: str, cut: int, is_last: bool, allow: bo
 
 
 def replay_file(server: Server, path: str, name: str, is_last: bool,
-                allow_truncated: bool) -> FileResult:
-    """Replay one file; a tolerated truncated tail is cut off the file itself."""
+                allow_truncated: bool, offset: int = 0) -> FileResult:
+    """Replay one file from offset on (after an RDB preamble); a tolerated truncated tail
+    is cut off the file itself."""
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed below, after the mapping
     except OSError as exc:
@@ -184,7 +185,7 @@ def replay_file(server: Server, path: str, name: str, is_last: bool,
         if size == 0:
             return FileResult()
         with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            result = replay_bytes(server, data, name, is_last, allow_truncated)
+            result = replay_bytes(server, data, name, is_last, allow_truncated, offset)
     if result.truncated_at is not None:
         try:
             os.truncate(path, result.truncated_at)

@@ -3,7 +3,7 @@ failing them changes), SAVE, the save rules and automatic AOF rewrites the cron 
 the snapshot and rewrite statistics INFO persistence shows.
 
 The Persistence manager owns one BackgroundJobs (`persistence.jobs`) and delegates to it; the
-fork and reap mechanics are in fork.py, the files the children write in snapshot.py and
+fork and reap mechanics are in fork.py, the files the children write in rdb_writer.py and
 rewrite.py.
 """
 
@@ -14,6 +14,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from server.persistence.fork import Child, spawn
+from server.persistence.rdb_writer import save_rdb, temp_name
+from server.persistence.rewrite import write_base_file
 from server.scripting.functions import libraries_of
 
 if TYPE_CHECKING:
@@ -120,8 +122,6 @@ class BackgroundJobs:
 
     def start_rewrite(self) -> str:
         """BGREWRITEAOF: 'started' or 'scheduled'; raises PersistenceError."""
-        from server.persistence.rewrite import write_base_file
-
         p = self.p
         if self.child is not None and self.child.kind == "aof":
             raise PersistenceError(
@@ -154,7 +154,7 @@ class BackgroundJobs:
             p.feeding = True
         else:
             files.ensure_dir()
-        use_snapshot = self.config["aof-use-rdb-preamble"]
+        use_rdb = self.config["aof-use-rdb-preamble"]
         dbs = self.server.dbs
         libraries = libraries_of(self.server)
         per_key = self._key_delay()
@@ -162,7 +162,7 @@ class BackgroundJobs:
 
         def work() -> None:
             write_base_file(os.path.join(aof_dir, f"temp-rewriteaof-bg-{os.getpid()}.aof"),
-                            dbs, use_snapshot, per_key, libraries)
+                            dbs, use_rdb, per_key, libraries)
 
         try:
             self.child = spawn("aof", work, self._rewrite_done, self.server.loop,
@@ -232,8 +232,6 @@ class BackgroundJobs:
 
     def start_bgsave(self, schedule: bool = False) -> str:
         """BGSAVE: 'started' or 'scheduled'; raises PersistenceError."""
-        from server.persistence.snapshot import save_file
-
         if self.child is not None:
             if self.child.kind == "rdb":
                 raise PersistenceError("ERR Background save already in progress")
@@ -251,8 +249,7 @@ class BackgroundJobs:
         self.dirty_before_bgsave = self.server.dirty
         self.last_bgsave_try = time.monotonic()
         try:
-            self.child = spawn("rdb", lambda: save_file(path, dbs, per_key=per_key,
-                                                       libraries=libraries),
+            self.child = spawn("rdb", lambda: save_rdb(path, dbs, libraries, per_key=per_key),
                                self._bgsave_done, self.server.loop, self._listen_fds(),
                                self.log)
             self.server.stats.note_fork(self.child.fork_usec, self.server.latency)
@@ -277,7 +274,7 @@ class BackgroundJobs:
             self.log.notice("Background saving terminated with success")
             return
         unlink_quietly(os.path.join(os.path.dirname(os.path.abspath(self.config["dbfilename"])),
-                                    f"temp-{child.pid}.xsnap"))
+                                    temp_name(child.pid)))
         if self.child_killed:
             return
         self.p.last_bgsave_ok = False
@@ -293,12 +290,10 @@ class BackgroundJobs:
     def save(self, counted: bool = True) -> None:
         """SAVE: a snapshot written synchronously; raises OSError or PersistenceError.
         `counted`: whether INFO's rdb_saves counts it (FLUSHALL's save is not counted)."""
-        from server.persistence.snapshot import save_file
-
         if self.child is not None and self.child.kind == "rdb":
             raise PersistenceError("ERR Background save already in progress")
-        save_file(os.path.abspath(self.config["dbfilename"]), self.server.dbs,
-                  libraries=libraries_of(self.server))
+        save_rdb(os.path.abspath(self.config["dbfilename"]), self.server.dbs,
+                 libraries_of(self.server))
         self.lastsave = int(time.time())
         self.server.dirty = 0
         self.p.last_bgsave_ok = True

@@ -8,7 +8,7 @@ Redis loses pending entries whose stream entry was deleted (XCLAIM drops them on
 keep them: rewrite.py re-adds such IDs with a placeholder body before the XCLAIMs and deletes
 them again after (XDEL keeps PEL references), then XSETID restores the counters.
 Consumers' seen-time and active-time become the replay time: commands cannot carry them
-(the snapshot format does, see aof-use-rdb-preamble).
+(an RDB base does, see aof-use-rdb-preamble).
 """
 
 from __future__ import annotations

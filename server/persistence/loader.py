@@ -1,10 +1,17 @@
-"""Loading data: the AOF (manifest, base, incr files) or the snapshot at start, DEBUG RELOAD
-and DEBUG LOADAOF. Whatever is loaded goes into the live databases only as a whole: a failure
-restores what was there (and at start, stops the server with the file name and offset)."""
+"""Loading data: the AOF (manifest, base, incr files) or the snapshot (dbfilename) at start,
+DEBUG RELOAD and DEBUG LOADAOF. Whatever is loaded goes into the live databases only as a
+whole: a failure restores what was there (and at start, stops the server with the file name,
+the problem and its offset).
+
+A snapshot or AOF base is read by its first bytes: "REDIS" an RDB file (rdb_reader), "XSNAP"
+the old format (snapshot.py). When dbfilename is missing but the old default dump.xsnap is
+in the directory, that is loaded (the next save writes dbfilename, as RDB).
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,8 +20,12 @@ from typing import TYPE_CHECKING, Any
 from protocol.encoder import OK
 from server.errors import SYNTAX, CommandError
 from server.persistence.aof_load import AofLoadError, replay_file
+from server.persistence.background import PersistenceError
+from server.persistence.dataset import LoadError, LoadResult
 from server.persistence.manifest import BASE, Manifest, ManifestError
-from server.persistence.snapshot import SnapshotError, is_snapshot, load_file, parse_snapshot
+from server.persistence.rdb_reader import is_rdb, parse_rdb
+from server.persistence.rewrite import write_base_file
+from server.persistence.snapshot import is_snapshot, parse_snapshot
 from server.persistence_errors import StartupError
 from server.scripting import functions
 from server.scripting.functions import libraries_of
@@ -22,7 +33,11 @@ from storage.keyspace import Database
 
 if TYPE_CHECKING:
     from server.client import Client
+    from server.log import Logger
     from server.persistence.manager import Persistence
+
+LEGACY_SNAPSHOT = "dump.xsnap"  # the snapshot's name before the server wrote RDB files
+_TEMP_SNAPSHOT = re.compile(r"temp-\d+\.(rdb|xsnap)")
 
 
 class Loader:
@@ -45,7 +60,7 @@ class Loader:
             start = time.monotonic()
             try:
                 commands = self.replay_manifest(man)
-            except (AofLoadError, SnapshotError) as exc:
+            except (AofLoadError, LoadError) as exc:
                 raise StartupError(str(exc)) from None
             p.log.notice(f"DB loaded from append only file: {time.monotonic() - start:.3f} "
                          f"seconds ({commands} commands)")
@@ -58,16 +73,22 @@ class Loader:
         p.open_aof()
 
     def _start_snapshot(self) -> None:
+        log = self.p.log
         path = self.p.config["dbfilename"]
         self._remove_temp_snapshots(os.path.dirname(os.path.abspath(path)))
         if not os.path.exists(path):
-            return
+            legacy = os.path.join(os.path.dirname(path), LEGACY_SNAPSHOT)
+            if os.path.basename(path) == LEGACY_SNAPSHOT or not os.path.exists(legacy):
+                return
+            log.notice(f"{path} not found: loading the old snapshot {LEGACY_SNAPSHOT} (the next "
+                       f"save writes {path} in RDB format)")
+            path = legacy
         start = time.monotonic()
         try:
             self.load_snapshot(path)
-        except (SnapshotError, OSError) as exc:
+        except (LoadError, OSError) as exc:
             raise StartupError(f"Fatal error loading the snapshot {path}: {exc}") from None
-        self.p.log.notice(f"DB loaded from disk: {time.monotonic() - start:.3f} seconds")
+        log.notice(f"DB loaded from disk: {time.monotonic() - start:.3f} seconds")
 
     @staticmethod
     def _remove_temp_snapshots(directory: str) -> None:
@@ -76,7 +97,7 @@ class Loader:
         except OSError:
             return
         for name in names:
-            if name.startswith("temp-") and name.endswith(".xsnap"):
+            if _TEMP_SNAPSHOT.fullmatch(name):
                 try:
                     os.unlink(os.path.join(directory, name))
                 except OSError:
@@ -85,8 +106,6 @@ class Loader:
     def write_initial_aof(self) -> None:
         """A base file of the current data and a manifest listing it (first start with the AOF
         on, or shutting down before the first background rewrite finished)."""
-        from server.persistence.rewrite import write_base_file
-
         p = self.p
         files = p.files
         files.ensure_dir()
@@ -131,19 +150,21 @@ class Loader:
                     raise AofLoadError(f"The AOF file {f.name} doesn't exist (listed in "
                                        f"{p.files.manifest_path})")
                 last = i == len(to_load) - 1
-                if f.kind == BASE and _starts_like_snapshot(path):
-                    with open(path, "rb") as fh:
-                        data = fh.read()
+                start = 0
+                if f.kind == BASE and _head(path) != b"":
                     try:
-                        result = parse_snapshot(memoryview(data), len(server.dbs),
-                                                access=server.access)
-                    except SnapshotError as exc:
-                        raise SnapshotError(f"Error loading the AOF base {f.name}: {exc}") \
-                            from None
+                        result = load_data_file(path, len(server.dbs), server.access,
+                                                aof_base=True)
+                    except LoadError as exc:
+                        raise LoadError(f"Error loading the AOF base {f.name}: {exc}") from None
                     _install(server.dbs, result.dbs)
                     install_functions(server, result.libraries)
-                    continue
-                res = replay_file(server, path, f.name, last, p.config["aof-load-truncated"])
+                    _log_origin(p.log, result)
+                    start = result.end  # (Redis's RDB preamble: commands may follow it)
+                    if start >= os.path.getsize(path):
+                        continue
+                res = replay_file(server, path, f.name, last, p.config["aof-load-truncated"],
+                                  offset=start)
                 commands += res.commands
                 if res.failed:
                     p.log.warning(f"{res.failed} command(s) of {f.name} failed on replay")
@@ -155,7 +176,8 @@ class Loader:
         p = self.p
         dbs = p.server.dbs
         with self._loading():
-            result = load_file(path, len(dbs), access=p.server.access)
+            result = load_data_file(path, len(dbs), p.server.access)
+            _log_origin(p.log, result)
             if flush:
                 _install(dbs, result.dbs)
                 install_functions(p.server, result.libraries)
@@ -169,8 +191,6 @@ class Loader:
     def debug_reload(self, client: Client, argv: list[bytes]) -> object:
         """DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: save the snapshot, empty the data (not
         with NOFLUSH), load it back (MERGE: what is there already is replaced)."""
-        from server.persistence.manager import PersistenceError
-
         save = flush = True
         merge = False
         for opt in argv[2:]:
@@ -194,10 +214,9 @@ class Loader:
                 raise CommandError("ERR") from None
         try:
             self.load_snapshot(path, flush, merge)
-        except (SnapshotError, OSError) as exc:
+        except (LoadError, OSError) as exc:
             p.log.warning(f"DEBUG RELOAD: error loading {path}: {exc}")
-            raise CommandError("ERR Error trying to load the RDB dump, check server logs.") \
-                from None
+            raise CommandError(f"ERR Error trying to load the RDB dump {path}: {exc}") from None
         p.log.warning("DB reloaded by DEBUG RELOAD")
         return OK
 
@@ -212,7 +231,7 @@ class Loader:
             raise CommandError("ERR There is no AOF to load")
         try:
             self.replay_manifest(p.files.load())
-        except (AofLoadError, SnapshotError, ManifestError, OSError) as exc:
+        except (AofLoadError, LoadError, ManifestError, OSError) as exc:
             p.log.warning(f"DEBUG LOADAOF failed: {exc}")
             raise CommandError(f"ERR Error loading the AOF: {exc}") from None
         p.server.dirty = 0
@@ -226,7 +245,7 @@ def install_functions(server: Any, libraries: list[bytes]) -> None:
     try:
         functions.install(server, libraries)
     except CommandError as exc:
-        raise SnapshotError(f"a function library failed to load: {exc.message}") from None
+        raise LoadError(f"a function library failed to load: {exc.message}") from None
 
 
 def merge_functions(server: Any, libraries: list[bytes], replace: bool) -> None:
@@ -236,7 +255,7 @@ def merge_functions(server: Any, libraries: list[bytes], replace: bool) -> None:
         try:
             registry.load(code, replace=replace, timeout=False)
         except CommandError as exc:
-            raise SnapshotError(f"a function library failed to load: {exc.message}") from None
+            raise LoadError(f"a function library failed to load: {exc.message}") from None
 
 
 def _merge(live: list[Database], loaded: list[Database], replace: bool) -> None:
@@ -246,7 +265,7 @@ def _merge(live: list[Database], loaded: list[Database], replace: bool) -> None:
         for db, new in zip(live, loaded, strict=True):
             for key in new.data:
                 if key in db.data:
-                    raise SnapshotError(f"duplicate key '{key.decode(errors='replace')}'")
+                    raise LoadError(f"duplicate key '{key.decode(errors='replace')}'")
     for db, new in zip(live, loaded, strict=True):
         for key, value in new.data.items():
             db.data[key] = value
@@ -262,6 +281,35 @@ def _install(live: list[Database], loaded: list[Database]) -> None:
         db.expires = new.expires
 
 
-def _starts_like_snapshot(path: str) -> bool:
+def _head(path: str) -> bytes:
+    """The format a base file starts with: b"REDIS" (RDB), b"XSNAP" (the old snapshot) or
+    b"" (commands)."""
     with open(path, "rb") as fh:
-        return is_snapshot(fh.read(8))
+        head = fh.read(5)
+    return head if is_rdb(head) or is_snapshot(head) else b""
+
+
+def load_data_file(path: str, ndbs: int, access: Any, aof_base: bool = False) -> LoadResult:
+    """Decode a snapshot file of either format (told by its magic) into fresh databases."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if is_snapshot(data):
+        return parse_snapshot(memoryview(data), ndbs, access=access)
+    if is_rdb(data) or not aof_base:
+        return parse_rdb(data, ndbs, access=access, aof_base=aof_base)
+    raise LoadError("not a snapshot file")
+
+
+def _log_origin(log: Logger, result: LoadResult) -> None:
+    """What Redis says of an RDB it loads: who wrote it, how old it is, the counts."""
+    aux = result.aux
+    for name in (b"redis-ver", b"valkey-ver", b"xstreamd-ver"):
+        if name in aux:
+            who = name.split(b"-")[0].decode()
+            log.notice(f"Loading RDB produced by {who} version "
+                       f"{aux[name].decode(errors='replace')}")
+    ctime = aux.get(b"ctime", b"")
+    if ctime.isdigit():
+        log.notice(f"RDB age {max(0, int(time.time()) - int(ctime))} seconds")
+    log.notice(f"Done loading RDB, keys loaded: {result.keys_loaded}, keys expired: "
+               f"{result.keys_expired}.")

@@ -13,6 +13,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from protocol.encoder import OK
+from server.errors import CommandError
+from server.parsing import parse_int
 from server.persistence.aof import AofWriter
 from server.persistence.aof_files import AofFiles
 from server.persistence.aof_wait import AofWaiters
@@ -317,10 +320,6 @@ class Persistence:
     def _debug_write_error(self, client: Client, argv: list[bytes]) -> object:
         """DEBUG AOF-WRITE-ERROR <errno>: make AOF writes fail with errno (0 stops it), to test
         the MISCONF path without filling a disk."""
-        from protocol.encoder import OK
-        from server.errors import CommandError
-        from server.parsing import parse_int
-
         if len(argv) != 3:
             raise CommandError("ERR wrong number of arguments for 'debug|aof-write-error'")
         self.writer.inject_errno = max(0, parse_int(argv[2]))

@@ -5,7 +5,7 @@ and listed in `<appendfilename>.manifest` inside the AOF directory.
     file appendonly.aof.2.incr.aof seq 2 type i
     file appendonly.aof.3.incr.aof seq 3 type i
 
-`b` is the base (commands, or a snapshot when its first bytes are the snapshot magic), `i` the
+`b` is the base (commands, or an RDB file named `.base.rdb`, as Redis 7 names it), `i` the
 incremental files in replay order, `h` history files waiting for deletion. The manifest is only
 ever replaced atomically (temp file, fsync, rename, fsync of the directory), so at any instant it
 names a complete, loadable set of files.
@@ -91,9 +91,11 @@ class Manifest:
         return man
 
     # -- naming -------------------------------------------------------------------------------
-    def new_base(self, prefix: str) -> AofFile:
+    def new_base(self, prefix: str, rdb: bool = False) -> AofFile:
+        """The next base file: `.base.rdb` when it is an RDB file, else `.base.aof`."""
         self.base_seq += 1
-        return AofFile(f"{prefix}.{self.base_seq}.base.aof", self.base_seq, BASE)
+        ext = "rdb" if rdb else "aof"
+        return AofFile(f"{prefix}.{self.base_seq}.base.{ext}", self.base_seq, BASE)
 
     def new_incr(self, prefix: str) -> AofFile:
         self.incr_seq += 1
@@ -110,7 +112,8 @@ def manifest_name(prefix: str) -> str:
 
 def is_own_file(prefix: str, name: str) -> bool:
     """A base/incr file name this prefix would produce (for cleaning orphans up)."""
-    return re.fullmatch(re.escape(prefix) + r"\.\d+\.(base|incr)\.aof", name) is not None
+    pattern = re.escape(prefix) + r"\.\d+\.(base\.(aof|rdb)|incr\.aof)"
+    return re.fullmatch(pattern, name) is not None
 
 
 def fsync_dir(path: str) -> None:

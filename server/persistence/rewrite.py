@@ -9,18 +9,20 @@ rewriteAppendOnlyFile writes it.
   XGROUP CREATECONSUMER for consumers with nothing pending (see group_rewrite.py);
 - a key with a time to live: PEXPIREAT key ms.
 
-Run in a forked child (manager.py) so the parent keeps serving; the same code writes the base
-file synchronously at first start.
+With aof-use-rdb-preamble yes (the default) the base is an RDB file instead (rdb_writer.py),
+as Redis 7 writes it. Run in a forked child (background.py) so the parent keeps serving; the
+same code writes the base file synchronously at first start.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import BinaryIO
 
 from protocol.encoder import encode_command
 from server.persistence.group_rewrite import group_commands, pending_deleted_ids
+from server.persistence.rdb_writer import write_rdb
 from storage.keyspace import Database, StringValue
 from storage.stream import Stream
 from storage.stream_id import MAX_ID, MIN_ID, format_counter, format_id
@@ -109,15 +111,13 @@ def write_commands(out: BinaryIO, dbs: Iterable[Database], per_key: PerKey = Non
     return total + len(buf)
 
 
-def write_base_file(path: str, dbs: Iterable[Database], use_snapshot: bool = False,
-                    per_key: PerKey = None, libraries: Iterable[bytes] = ()) -> int:
-    """Write a base file at path (commands, or the snapshot format) and fsync it; the caller
-    renames it into place. Returns its size."""
+def write_base_file(path: str, dbs: Sequence[Database], use_rdb: bool = False,
+                    per_key: PerKey = None, libraries: Sequence[bytes] = ()) -> int:
+    """Write a base file at path (commands, or an RDB file) and fsync it; the caller renames
+    it into place. Returns its size."""
     with open(path, "wb", buffering=1 << 16) as fh:
-        if use_snapshot:
-            from server.persistence.snapshot import write_snapshot
-
-            write_snapshot(fh, dbs, per_key=per_key, libraries=libraries)
+        if use_rdb:
+            write_rdb(fh, dbs, libraries, aof_base=True, per_key=per_key)
         else:
             write_commands(fh, dbs, per_key, libraries)
         fh.flush()

@@ -1,31 +1,30 @@
-"""The snapshot file: a point-in-time image of every database in one binary file, with a
-CRC-32 over the whole content at the end (FORMAT.md has the byte layout).
+"""The old snapshot format (dump.xsnap, and AOF bases of earlier versions): read only. The
+server writes RDB files now (rdb_writer.py); these files still load when found, by their
+magic. FORMAT.md has the byte layout.
 
-Streams are stored as their listpack nodes, byte for byte (the listpack format is stable), and
-validated node by node when loaded, with their metadata, consumer groups, PELs and consumers.
-Loading builds fresh databases and only replaces the live ones when the whole file checked out:
-a damaged file never leaves a half-loaded server.
+A point-in-time image of every database in one binary file, with a CRC-32 over the whole
+content at the end. Streams are stored as their listpack nodes, byte for byte, validated node
+by node when loaded, with their metadata, consumer groups (rebuilt through
+storage.consumer_group, so the PEL, the time index, the consumers' PELs and the stream's
+reference index agree by construction), PELs and consumers. Signed values are zigzag varints.
 """
 
 from __future__ import annotations
 
-import io
-import os
 import struct
 import time
 import zlib
-from collections.abc import Callable, Iterable
-from typing import BinaryIO
 
-from server.persistence import groups_codec
+from server.persistence.dataset import LoadError, LoadResult
 from storage.access import AccessClock
+from storage.consumer_group import create_group
 from storage.keyspace import Database, StringValue
 from storage.stream import Stream, StreamCorruption
-from storage.stream_id import StreamID, id_to_key, key_to_id
+from storage.stream_id import StreamID, key_to_id
 
 MAGIC = b"XSNAP"
 VERSION = 3  # 2: IDLE and FREQ records; 3: FUNCTION records (older files load as they are)
-HEADER = MAGIC + b"%03d" % VERSION  # b"XSNAP002"
+HEADER_SIZE = 8  # MAGIC and 3 digits of version: b"XSNAP003"
 
 OP_STRING = 0x00
 OP_IDLE = 0xF8  # as RDB_OPCODE_IDLE / FREQ: the next key's access time or frequency
@@ -42,165 +41,12 @@ _U64 = struct.Struct(">Q")
 _CRC = struct.Struct(">I")
 
 
-class SnapshotError(ValueError):
+class SnapshotError(LoadError):
     """A snapshot that cannot be loaded; the message says what and where."""
 
 
 def is_snapshot(head: bytes) -> bool:
     return head.startswith(MAGIC)
-
-
-# -- writing ----------------------------------------------------------------------------------
-class SnapshotWriter:
-    """Encodes records into a binary file, keeping the running CRC-32."""
-
-    __slots__ = ("out", "crc", "size", "_buf")
-
-    def __init__(self, out: BinaryIO) -> None:
-        self.out = out
-        self.crc = 0
-        self.size = 0
-        self._buf = bytearray()
-
-    def raw(self, data: bytes | bytearray | memoryview) -> None:
-        self._buf += data
-        if len(self._buf) >= 1 << 16:
-            self.flush()
-
-    def flush(self) -> None:
-        if self._buf:
-            self.crc = zlib.crc32(self._buf, self.crc)
-            self.size += len(self._buf)
-            self.out.write(self._buf)
-            self._buf = bytearray()
-
-    def byte(self, value: int) -> None:
-        self._buf.append(value)
-
-    def varint(self, value: int) -> None:
-        if value < 0:
-            raise ValueError("varint must be non-negative")
-        buf = self._buf
-        while value >= 0x80:
-            buf.append((value & 0x7F) | 0x80)
-            value >>= 7
-        buf.append(value)
-
-    def u64(self, value: int) -> None:
-        self._buf += _U64.pack(value)
-
-    def string(self, data: bytes | bytearray) -> None:
-        self.varint(len(data))
-        self.raw(data)
-
-    def stream_id(self, sid: StreamID) -> None:
-        self._buf += id_to_key(sid)
-
-    def finish(self) -> None:
-        """EOF opcode, then the CRC-32 of everything before it (the CRC itself excluded)."""
-        self.byte(OP_EOF)
-        self.flush()
-        self.out.write(_CRC.pack(self.crc))
-        self.size += 4
-
-
-def write_snapshot(out: BinaryIO, dbs: Iterable[Database], now_ms: int | None = None,
-                   per_key: Callable[[], None] | None = None,
-                   libraries: Iterable[bytes] = ()) -> int:
-    """Write the function libraries' code and every database to out; returns the number of
-    keys written. per_key (if given) runs after each key (rdb-key-save-delay)."""
-    w = SnapshotWriter(out)
-    w.raw(HEADER)
-    now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
-    for key, value in ((b"xstreamd-ver", b"0.1.0"), (b"ctime", b"%d" % (now // 1000))):
-        w.byte(OP_AUX)
-        w.string(key)
-        w.string(value)
-    for code in libraries:
-        w.byte(OP_FUNCTION)
-        w.string(code)
-    keys = 0
-    for db in dbs:
-        if not db.data:
-            continue
-        w.byte(OP_SELECTDB)
-        w.varint(db.id)
-        w.byte(OP_RESIZEDB)
-        w.varint(len(db.data))
-        w.varint(len(db.expires))
-        expires = db.expires
-        # Under an LRU policy each key's idle seconds are kept, under an LFU one its counter
-        # (rdbSaveKeyValuePair); under the others neither.
-        access = db.access
-        for key, value in list(db.data.items()):
-            when = expires.get(key)
-            if when is not None:
-                w.byte(OP_EXPIRETIME_MS)
-                w.u64(when)
-            if access.lfu:
-                w.byte(OP_FREQ)
-                w.byte(access.decayed_counter(value.lru))
-            elif access.lru_policy:
-                w.byte(OP_IDLE)
-                w.varint(access.idle_ms(value.lru) // 1000)
-            _write_value(w, key, value)
-            keys += 1
-            if per_key is not None:
-                per_key()
-    w.finish()
-    return keys
-
-
-def _write_value(w: SnapshotWriter, key: bytes, value: object) -> None:
-    if isinstance(value, StringValue):
-        w.byte(OP_STRING)
-        w.string(key)
-        w.string(value.data)
-    elif isinstance(value, Stream):
-        w.byte(OP_STREAM)
-        w.string(key)
-        write_stream(w, value)
-    else:
-        raise TypeError(f"cannot snapshot a value of type {type(value).__name__}")
-
-
-def write_stream(w: SnapshotWriter, s: Stream) -> None:
-    w.varint(s.node_count())
-    for key, lp in s.rax.items():
-        w.raw(key)
-        w.string(lp.buf)  # type: ignore[attr-defined]
-    w.varint(s.length)
-    w.stream_id(s.last_id)
-    w.stream_id(s.max_deleted_entry_id)
-    w.varint(s.entries_added)
-    groups_codec.write_groups(w, s)
-
-
-def save_file(path: str, dbs: Iterable[Database], fsync: bool = True,
-              per_key: Callable[[], None] | None = None,
-              libraries: Iterable[bytes] = ()) -> int:
-    """Write a snapshot to path atomically (temp file, fsync, rename, fsync of the directory).
-    Returns the number of keys; raises OSError (the temp file is removed)."""
-    directory = os.path.dirname(path)
-    tmp = os.path.join(directory, f"temp-{os.getpid()}.xsnap")
-    try:
-        with open(tmp, "wb", buffering=1 << 16) as fh:
-            keys = write_snapshot(fh, dbs, per_key=per_key, libraries=libraries)
-            fh.flush()
-            if fsync:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    if fsync:
-        from server.persistence.manifest import fsync_dir
-
-        fsync_dir(directory)
-    return keys
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -250,33 +96,24 @@ class SnapshotReader:
         return key_to_id(self.take(16))
 
 
-class LoadResult:
-    __slots__ = ("dbs", "keys_loaded", "keys_expired", "aux", "libraries")
-
-    def __init__(self, dbs: list[Database]) -> None:
-        self.dbs = dbs
-        self.keys_loaded = 0
-        self.keys_expired = 0
-        self.aux: dict[bytes, bytes] = {}
-        self.libraries: list[bytes] = []  # the function libraries' code
-
-
 def parse_snapshot(data: bytes | memoryview, ndbs: int, now_ms: int | None = None,
                    access: AccessClock | None = None) -> LoadResult:
     """Check and decode a whole snapshot into fresh databases (ndbs of them), whose values
     get their `lru` from `access` (the server's, for its policy) and the file's IDLE / FREQ."""
-    if len(data) < len(HEADER) + 5 or not bytes(data[:len(MAGIC)]) == MAGIC:
+    if len(data) < HEADER_SIZE + 5 or not bytes(data[:len(MAGIC)]) == MAGIC:
         raise SnapshotError("not a snapshot file (bad magic)")
-    version_text = bytes(data[len(MAGIC):len(HEADER)])
+    version_text = bytes(data[len(MAGIC):HEADER_SIZE])
     if not version_text.isdigit() or int(version_text) > VERSION or int(version_text) < 1:
         raise SnapshotError(f"unsupported snapshot version {version_text!r}")
     end = len(data) - 4
     expected = _CRC.unpack(bytes(data[end:]))[0]
     if zlib.crc32(data[:end]) != expected:
         raise SnapshotError("checksum mismatch: the file is damaged")
-    r = SnapshotReader(data, len(HEADER), end)
+    r = SnapshotReader(data, HEADER_SIZE, end)
     access = access if access is not None else AccessClock()
-    result = LoadResult([Database(i, access=access) for i in range(ndbs)])
+    result = LoadResult(ndbs, access)
+    result.version = int(version_text)
+    result.end = len(data)
     now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
     db: Database | None = None
     expire: int | None = None
@@ -346,22 +183,42 @@ def _read_stream(r: SnapshotReader, at: int) -> Stream:
         raise SnapshotError(f"corrupt stream at offset {at}: {exc}") from None
     if entries_added < length:
         raise SnapshotError(f"stream entries-added below its length at offset {at}")
-    groups_codec.read_groups(r, stream, at)
+    _read_groups(r, stream, at)
     return stream
 
 
-def clone_stream(stream: Stream) -> Stream:
-    """A deep copy of a stream, consumer groups included (COPY, streamDup): written in the
-    snapshot encoding and read back, which rebuilds the groups' shared pending entries."""
-    out = io.BytesIO()
-    w = SnapshotWriter(out)
-    write_stream(w, stream)
-    w.flush()
-    data = out.getvalue()
-    return _read_stream(SnapshotReader(data, 0, len(data)), 0)
+def _unzigzag(value: int) -> int:
+    return value >> 1 if not value & 1 else -((value + 1) >> 1)
 
 
-def load_file(path: str, ndbs: int, access: AccessClock | None = None) -> LoadResult:
-    with open(path, "rb") as fh:
-        data = fh.read()
-    return parse_snapshot(memoryview(data), ndbs, access=access)
+def _read_groups(r: SnapshotReader, s: Stream, at: int) -> None:
+    """Per group: name, last ID, read counter, consumers (name, seen-time, active-time), then
+    the PEL (ID, delivery time, delivery count, 1-based owner index)."""
+    for _ in range(r.varint()):
+        name = r.string()
+        last_id = r.stream_id()
+        entries_read = _unzigzag(r.varint())
+        if entries_read < -1:
+            raise r.fail("bad consumer group read counter")
+        group = create_group(s, name, last_id, entries_read)
+        if group is None:
+            raise SnapshotError(f"duplicate consumer group in the stream at offset {at}")
+        group.entries_read = entries_read  # exactly as saved
+        consumers = []
+        for _ in range(r.varint()):
+            cname = r.string()
+            consumer = group.create_consumer(cname, _unzigzag(r.varint()))
+            if consumer is None:
+                raise r.fail("duplicate consumer")
+            consumer.active_time = _unzigzag(r.varint())
+            consumers.append(consumer)
+        for _ in range(r.varint()):
+            eid = r.stream_id()
+            delivery_time = _unzigzag(r.varint())
+            delivery_count = _unzigzag(r.varint())
+            owner = r.varint()
+            if not 1 <= owner <= len(consumers):
+                raise r.fail("pending entry without a valid owner")
+            if group.find_nack(eid) is not None:
+                raise r.fail("duplicate pending entry")
+            group.add_pending(s, eid, consumers[owner - 1], delivery_time, delivery_count)

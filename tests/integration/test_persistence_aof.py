@@ -78,7 +78,8 @@ def test_rewrite_then_restart_gives_the_same_data(tmp_path) -> None:
 
 
 def test_rewrite_with_snapshot_base_keeps_everything_exactly(tmp_path) -> None:
-    """The default base (aof-use-rdb-preamble yes, as in Redis) is a snapshot."""
+    """The default base (aof-use-rdb-preamble yes, as in Redis) is an RDB file, named
+    .base.rdb as Redis 7 names it."""
     workdir = str(tmp_path)
     with started(workdir) as proc:
         History(9).run(proc, 500)
@@ -86,8 +87,8 @@ def test_rewrite_with_snapshot_base_keeps_everything_exactly(tmp_path) -> None:
         assert r.config_get("aof-use-rdb-preamble") == {"aof-use-rdb-preamble": "yes"}
         r.bgrewriteaof()
         wait_idle(r)
-        base = _read(os.path.join(_aof_dir(workdir), "appendonly.aof.2.base.aof"))
-        assert base.startswith(b"XSNAP")
+        base = _read(os.path.join(_aof_dir(workdir), "appendonly.aof.2.base.rdb"))
+        assert base.startswith(b"REDIS00")
         before = dump_state(proc)  # times and node layout included
     with started(workdir) as proc:
         assert dump_state(proc) == before

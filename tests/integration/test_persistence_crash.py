@@ -199,7 +199,7 @@ def test_leftovers_of_a_crashed_rewrite_are_ignored_and_removed(tmp_path) -> Non
             fh.write(data)
     with started(workdir) as proc:
         assert connect(proc).get("k") == b"v"
-        assert files_in(aof_dir) == ["appendonly.aof.1.base.aof", "appendonly.aof.1.incr.aof",
+        assert files_in(aof_dir) == ["appendonly.aof.1.base.rdb", "appendonly.aof.1.incr.aof",
                                      "appendonly.aof.manifest"]
 
 
@@ -279,7 +279,7 @@ def test_unknown_command_in_the_file_stops_the_start(tmp_path) -> None:
 @pytest.mark.parametrize("preamble", ["no", "yes"])
 def test_truncated_base_is_not_tolerated(tmp_path, preamble: str) -> None:
     """Only the last file may end short; a damaged base stops the start, whether it holds
-    commands or a snapshot (aof-use-rdb-preamble)."""
+    commands or an RDB file (aof-use-rdb-preamble)."""
     workdir = str(tmp_path)
     with started(workdir, "--aof-use-rdb-preamble", preamble) as proc:
         r = connect(proc)
@@ -287,15 +287,16 @@ def test_truncated_base_is_not_tolerated(tmp_path, preamble: str) -> None:
         r.bgrewriteaof()
         wait_idle(r)
         r.set("b", "1")
-    base = os.path.join(workdir, "appendonlydir", "appendonly.aof.2.base.aof")
+    name = "appendonly.aof.2.base." + ("rdb" if preamble == "yes" else "aof")
+    base = os.path.join(workdir, "appendonlydir", name)
     with open(base, "rb") as fh:
         data = fh.read()
     with open(base, "wb") as fh:
         fh.write(data[:-3])
     code, out = _run_to_exit(workdir)
     assert code == 1
-    reason = "only the last file" if preamble == "no" else "checksum mismatch"
-    assert "appendonly.aof.2.base.aof" in out and reason in out
+    reason = "only the last file" if preamble == "no" else "unexpected end of file"
+    assert name in out and reason in out
 
 
 def test_missing_file_listed_in_the_manifest(tmp_path) -> None:
@@ -312,7 +313,7 @@ def test_damaged_snapshot_stops_the_start(tmp_path) -> None:
         r = connect(proc)
         r.xadd("s", {"f": "v" * 100})
         assert r.save()
-    path = os.path.join(workdir, "dump.xsnap")
+    path = os.path.join(workdir, "dump.rdb")
     with open(path, "r+b") as fh:
         fh.seek(os.path.getsize(path) // 2)
         byte = fh.read(1)

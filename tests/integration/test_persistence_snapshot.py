@@ -40,7 +40,7 @@ def test_save_and_restart_from_the_snapshot_is_exact(tmp_path) -> None:
         assert r.lastsave() > before_save
         assert info(r)["rdb_changes_since_last_save"] == 0
         state = dump_state(proc)  # seen-time, active-time and node layout included
-    assert os.path.exists(os.path.join(workdir, "dump.xsnap"))
+    assert os.path.exists(os.path.join(workdir, "dump.rdb"))
     with started(workdir, "--appendonly", "no") as proc:
         assert dump_state(proc) == state
         assert info(connect(proc))["rdb_last_load_keys_loaded"] > 0
@@ -70,6 +70,8 @@ def test_bgsave_in_a_child(tmp_path) -> None:
         assert i["rdb_last_bgsave_status"] == "ok" and i["rdb_saves"] == 1
         assert i["rdb_changes_since_last_save"] == 0
         entries = r.xrange("s")
+    with open(os.path.join(workdir, "dump.rdb"), "rb") as fh:
+        assert fh.read(9) == b"REDIS0010"  # an RDB file (streams, no consumers: version 10)
     with started(workdir, "--appendonly", "no") as proc:
         assert connect(proc).xrange("s") == entries
 
@@ -113,7 +115,7 @@ def test_a_failed_final_save_keeps_the_server_and_its_aof(tmp_path) -> None:
     server running and says so, the AOF still takes every write; FORCE or NOSAVE exit."""
     workdir = str(tmp_path)
     proc = start(workdir, "--save", "3600 1")  # (the AOF on, as by default)
-    os.mkdir(os.path.join(workdir, "dump.xsnap"))  # a directory: the snapshot can't go there
+    os.mkdir(os.path.join(workdir, "dump.rdb"))  # a directory: the snapshot can't go there
     try:
         r = connect(proc)
         r.xadd("s", {"n": "1"}, id="1-1")
@@ -132,7 +134,7 @@ def test_a_failed_final_save_keeps_the_server_and_its_aof(tmp_path) -> None:
         assert "Error trying to save the DB. Exit anyway." in proc.read_log()
     finally:
         proc.stop()
-    os.rmdir(os.path.join(workdir, "dump.xsnap"))
+    os.rmdir(os.path.join(workdir, "dump.rdb"))
     with started(workdir) as proc:  # from the AOF: both entries
         assert [e[0] for e in connect(proc).xrange("s")] == [b"1-1", b"2-1"]
 
@@ -146,7 +148,7 @@ def test_shutdown_on_sigterm_gives_a_signal_its_flags(tmp_path) -> None:
                                                 "shutdown-on-sigterm": "nosave"}
     r.set("k", "not saved")
     assert proc.stop() == 0  # SIGTERM, with NOSAVE
-    assert not os.path.exists(os.path.join(workdir, "dump.xsnap"))
+    assert not os.path.exists(os.path.join(workdir, "dump.rdb"))
 
 
 def test_flushall_saves_the_empty_dataset_when_save_rules_exist(tmp_path) -> None:
@@ -197,7 +199,7 @@ def test_save_rule_triggers_a_background_save(tmp_path) -> None:
         r.set("a", "1")
         r.set("b", "2")
         wait_for(lambda: info(r)["rdb_saves"] >= 1, timeout=10, what="a save by rule")
-        assert os.path.exists(os.path.join(str(tmp_path), "dump.xsnap"))
+        assert os.path.exists(os.path.join(str(tmp_path), "dump.rdb"))
 
 
 def test_snapshot_seeds_the_aof_when_there_is_none(tmp_path) -> None:
@@ -212,7 +214,7 @@ def test_snapshot_seeds_the_aof_when_there_is_none(tmp_path) -> None:
     with started(workdir) as proc:  # appendonly yes: no AOF yet, so the snapshot is loaded...
         assert dump_state(proc, volatile_times=False) == before
         assert "Creating AOF base file" in proc.read_log()
-    os.unlink(os.path.join(workdir, "dump.xsnap"))
+    os.unlink(os.path.join(workdir, "dump.rdb"))
     with started(workdir) as proc:  # ...and the AOF created from it holds everything
         assert dump_state(proc, volatile_times=False) == before
 
@@ -289,7 +291,7 @@ def test_a_bgsave_child_reports_its_failure_in_the_log_file(tmp_path) -> None:
     workdir = str(tmp_path)
     log_path = os.path.join(workdir, "xs.log")
     with started(workdir, "--appendonly", "no", "--logfile", log_path) as proc:
-        os.mkdir(os.path.join(workdir, "dump.xsnap"))  # a directory: the snapshot can't go there
+        os.mkdir(os.path.join(workdir, "dump.rdb"))  # a directory: the snapshot can't go there
         r = connect(proc)
         r.set("k", "v")
         assert r.bgsave() is True

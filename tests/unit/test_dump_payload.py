@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from server.persistence import dump_payload as dp
+from server.persistence.rdb_encoding import Reader, put_length, put_string
 from storage.consumer_group import create_group, verify
 from storage.keyspace import StringValue
 from storage.stream import Stream
@@ -46,8 +47,8 @@ def test_strings_take_redis_integer_encodings() -> None:
 def test_lengths_of_every_width_round_trip() -> None:
     for n in (0, 63, 64, 16383, 16384, 2**32 - 1, 2**32, 2**64 - 1):
         out = bytearray()
-        dp._length(out, n)
-        assert dp._Reader(bytes(out), len(out)).length() == n
+        put_length(out, n)
+        assert Reader(bytes(out)).length() == n
 
 
 def _stream() -> Stream:
@@ -128,17 +129,17 @@ def test_redis_5_streams_type_15_estimate_what_they_lack() -> None:
     for i in range(1, 11):
         s.append([b"f", b"%d" % i], (i, 0), True)
     out = bytearray([dp.TYPE_STREAM_LISTPACKS])
-    dp._length(out, s.node_count())
+    put_length(out, s.node_count())
     for key, lp in s.rax.items():
-        dp._string(out, key)
-        dp._string(out, lp.buf)
+        put_string(out, key)
+        put_string(out, lp.buf)
     for value in (10, 10, 0):  # length, last ID
-        dp._length(out, value)
-    dp._length(out, 2)  # two groups
+        put_length(out, value)
+    put_length(out, 2)  # two groups
     for name, last in ((b"all", 10), (b"none", 0)):
-        dp._string(out, name)
+        put_string(out, name)
         for value in (last, 0, 0, 0):  # last ID, empty PEL, no consumers
-            dp._length(out, value)
+            put_length(out, value)
     restored = dp.restore(_framed(bytes(out)))
     assert isinstance(restored, Stream)
     assert restored.entries_added == 10 and restored.max_deleted_entry_id == (0, 0)

@@ -1,5 +1,7 @@
-"""The snapshot format without a server: round trips of strings, expiry, streams (nodes byte
-for byte, metadata) and consumer groups; checksum, truncation and listpack validation."""
+"""The old xsnap snapshot format, which the server still loads (it writes RDB files now):
+files made by the former writer (tests/xsnap_writer.py) load exactly, strings, expiry, streams
+(nodes byte for byte, metadata) and consumer groups; checksum, truncation and listpack
+validation."""
 
 from __future__ import annotations
 
@@ -13,19 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.persistence.snapshot import (
-    HEADER,
-    SnapshotError,
-    load_file,
-    parse_snapshot,
-    save_file,
-    write_snapshot,
-)
-from storage.consumer_group import create_group, groups, verify
+from server.persistence.snapshot import SnapshotError, parse_snapshot
+from storage.consumer_group import verify
 from storage.keyspace import Database, StringValue
 from storage.stream import Stream
-
-NOW = 1_700_000_000_000
+from tests.unit.dataset_samples import NOW, busy_stream, db_state
+from tests.xsnap_writer import HEADER, save_file, write_snapshot
 
 
 def _dump(dbs: list[Database]) -> bytes:
@@ -34,93 +29,33 @@ def _dump(dbs: list[Database]) -> bytes:
     return out.getvalue()
 
 
-def _stream_state(s: Stream) -> dict:
-    state = {
-        "nodes": [(mid, bytes(lp.buf)) for mid, lp in s.nodes()],
-        "length": s.length, "last_id": s.last_id, "first_id": s.first_id,
-        "max_deleted": s.max_deleted_entry_id, "entries_added": s.entries_added,
-        "groups": [],
-    }
-    for g in groups(s):
-        state["groups"].append({
-            "name": g.name, "last_id": g.last_id, "entries_read": g.entries_read,
-            "pel": [(eid, n.delivery_time, n.delivery_count, n.consumer.name)
-                    for eid, n in g.iter_pending()],
-            "consumers": [(c.name, c.seen_time, c.active_time, list(c.pending_ids()))
-                          for c in g.iter_consumers()],
-        })
-    return state
-
-
-def _db_state(dbs: list[Database]) -> list:
-    out = []
-    for db in dbs:
-        keys = {}
-        for key, value in db.data.items():
-            if isinstance(value, StringValue):
-                keys[key] = ("string", value.data, db.expires.get(key))
-            else:
-                keys[key] = ("stream", _stream_state(value), db.expires.get(key))
-        out.append(keys)
-    return out
-
-
-def _busy_stream(rng: random.Random, n: int, with_groups: bool = True) -> Stream:
-    s = Stream()
-    ms = 1000
-    for _ in range(n):
-        fields = [b"f%d" % rng.randrange(3), b"v" * rng.randrange(0, 40)]
-        if rng.random() < 0.3:
-            fields += [b"other", b"%d" % rng.randrange(10**6)]
-        ms += rng.randrange(1, 5)
-        s.append(fields, (ms, rng.randrange(3)), max_bytes=300, max_entries=7)
-    ids = [eid for eid, _ in s.iter_range((0, 0), (2**64 - 1, 2**64 - 1))]
-    for eid in rng.sample(ids, len(ids) // 4):
-        s.delete(eid)
-    if with_groups and ids:
-        g = create_group(s, b"g1", (0, 0), 0)
-        assert g is not None
-        alice, _ = g.get_consumer(b"alice", NOW)
-        bob, _ = g.get_consumer(b"bob", NOW + 5)
-        g.create_consumer(b"idle", NOW - 100)
-        for eid, _ in s.range((0, 0), (2**64 - 1, 2**64 - 1), count=12):
-            g.deliver(s, eid, rng.choice([alice, bob]), NOW + rng.randrange(1000))
-        create_group(s, b"empty", s.last_id, -1)
-        # a pending entry whose stream entry is deleted afterwards
-        pending = list(g.iter_pending())
-        if pending:
-            s.delete(pending[0][0])
-    return s
-
-
 def test_round_trip_strings_expiry_streams_and_groups(tmp_path) -> None:
     rng = random.Random(7)
     dbs = [Database(i) for i in range(4)]
     dbs[0].data[b"str"] = StringValue(b"hello\r\nworld")
     dbs[0].data[b"ttl"] = StringValue(b"x")
     dbs[0].expires[b"ttl"] = time.time_ns() // 1_000_000 + 600_000  # load_file uses the clock
-    dbs[0].data[b"s"] = _busy_stream(rng, 200)
+    dbs[0].data[b"s"] = busy_stream(rng, 200)
     dbs[2].data[b"empty"] = Stream()
     empty_with_id = Stream()
     empty_with_id.set_id((5, 5), entries_added=9, max_deleted=(5, 5))
     dbs[2].data[b"empty-with-id"] = empty_with_id
-    dbs[3].data[b"big"] = _busy_stream(rng, 1000, with_groups=False)
+    dbs[3].data[b"big"] = busy_stream(rng, 1000, with_groups=False)
     path = str(tmp_path / "dump.xsnap")
     keys = save_file(path, dbs)
     assert keys == 6
-    loaded = load_file(path, 4)
-    assert _db_state(loaded.dbs) == _db_state(dbs)
+    loaded = parse_snapshot((tmp_path / "dump.xsnap").read_bytes(), 4)
+    assert db_state(loaded.dbs) == db_state(dbs)
     assert loaded.keys_loaded == 6
     for db in loaded.dbs:
         for value in db.data.values():
             if isinstance(value, Stream):
                 verify(value)  # PEL, pel_by_time, consumer PELs, cgroups_ref agree
-    assert list(tmp_path.iterdir()) == [tmp_path / "dump.xsnap"]  # no temp file left
 
 
 def test_loaded_stream_keeps_working() -> None:
     rng = random.Random(3)
-    s = _busy_stream(rng, 50)
+    s = busy_stream(rng, 50)
     db = Database(0)
     db.data[b"s"] = s
     loaded = parse_snapshot(_dump([db]), 1, now_ms=NOW).dbs[0].data[b"s"]
@@ -151,7 +86,7 @@ def test_database_out_of_range_is_an_error() -> None:
 @pytest.fixture(scope="module")
 def sample() -> bytes:
     db = Database(0)
-    db.data[b"s"] = _busy_stream(random.Random(11), 60)
+    db.data[b"s"] = busy_stream(random.Random(11), 60)
     db.data[b"k"] = StringValue(b"v")
     return _dump([db])
 
@@ -211,9 +146,9 @@ def test_bad_magic_and_version() -> None:
 @given(st.integers(0, 2**32), st.integers(1, 300))
 def test_random_streams_round_trip(seed: int, n: int) -> None:
     db = Database(0)
-    db.data[b"s"] = _busy_stream(random.Random(seed), n)
+    db.data[b"s"] = busy_stream(random.Random(seed), n)
     loaded = parse_snapshot(_dump([db]), 1, now_ms=NOW).dbs
-    assert _db_state(loaded) == _db_state([db])
+    assert db_state(loaded) == db_state([db])
 
 
 def test_access_times_and_counters_are_kept_under_lru_and_lfu_policies() -> None:
