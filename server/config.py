@@ -272,6 +272,9 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("lfu-decay-time", 1, _int_range(0, 2**31 - 1)),
     OptionSpec("stream-node-max-bytes", 4096, MemoryRange(0, _MAX)),
     OptionSpec("stream-node-max-entries", 100, _int_range(0, _MAX)),
+    # Redis 8.6: the IDMP-DURATION (seconds) and IDMP-MAXSIZE a new stream starts with.
+    OptionSpec("stream-idmp-duration", 100, _int_range(1, 86400)),
+    OptionSpec("stream-idmp-maxsize", 100, _int_range(1, 10000)),
     OptionSpec("appendonly", True, parse_bool),
     OptionSpec("appendfilename", "appendonly.aof", _string, mutable=False),
     OptionSpec("appendfsync", "everysec", Choice("everysec", "always", "no")),

@@ -58,6 +58,12 @@ ERR_LIMIT_NO_APPROX = "ERR syntax error, LIMIT cannot be used without the specia
 ERR_NUMIDS_POSITIVE = "ERR Number of IDs must be a positive integer"
 ERR_NUMIDS_MISMATCH = "ERR The `numids` parameter must match the number of arguments"
 ERR_IDS_REQUIRED = "ERR IDS option is required"
+# XADD IDMP / IDMPAUTO (Redis 8.6)
+ERR_IDMP_TWICE = "ERR syntax error, IDMP/IDMPAUTO specified multiple times"
+ERR_IDMPAUTO_PID = "ERR syntax error, IDMPAUTO requires a non-empty producer ID"
+ERR_IDMP_PID = "ERR syntax error, IDMP requires a non-empty producer ID"
+ERR_IDMP_IID = "ERR syntax error, IDMP requires a non-empty idempotent ID"
+ERR_IDMP_AUTO_ID_ONLY = "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"
 
 # XDELEX / XACKDEL per-ID result codes.
 DEL_NO_ID = -1
@@ -168,11 +174,12 @@ def policy_of(arg: bytes) -> str | None:
 # -- XADD / XTRIM options -------------------------------------------------------------------------
 class TrimArgs:
     """What streamParseAddOrTrimArgsOrReply leaves: the trim strategy and threshold, `~`,
-    LIMIT, the reference policy, NOMKSTREAM and (XADD) the position of the ID argument."""
+    LIMIT, the reference policy, NOMKSTREAM, IDMP pid iid / IDMPAUTO pid and (XADD) the
+    position of the ID argument."""
 
     __slots__ = (
         "strategy", "maxlen", "minid", "approx", "limit", "limit_given", "policy",
-        "nomkstream", "id_pos", "id_spec", "seq_given",
+        "nomkstream", "id_pos", "id_spec", "seq_given", "idmp_pid", "idmp_iid", "idmp_auto",
     )
 
     def __init__(self) -> None:
@@ -188,16 +195,22 @@ class TrimArgs:
         # XADD's ID: None for `*`; seq_given False for `ms-*`.
         self.id_spec: StreamID | None = None
         self.seq_given = True
+        self.idmp_pid: bytes | None = None  # IDMP pid iid, or IDMPAUTO pid (iid None)
+        self.idmp_iid: bytes | None = None
+        self.idmp_auto = False
 
     @property
     def threshold(self) -> int | StreamID:
         return self.maxlen if self.strategy == MAXLEN else self.minid
 
 
-def parse_trim_args(argv: list[bytes], xadd: bool, max_entries: int) -> TrimArgs:
+def parse_trim_args(argv: list[bytes], xadd: bool, max_entries: int,
+                    replaying: bool = False) -> TrimArgs:
     """Parse XADD's options and ID (whose index goes to `id_pos`) or XTRIM's options,
     checking them in Redis's order and with its texts. `max_entries` is
-    stream-node-max-entries (the default LIMIT of `~` trimming is 100 nodes' worth)."""
+    stream-node-max-entries (the default LIMIT of `~` trimming is 100 nodes' worth).
+    `replaying` (the AOF being loaded: Redis's mustObeyClient) lets IDMP come with an
+    explicit ID, as a propagated XADD IDMP has it."""
     args = TrimArgs()
     argc = len(argv)
     i = 2
@@ -236,6 +249,24 @@ def parse_trim_args(argv: list[bytes], xadd: bool, max_entries: int) -> TrimArgs
             continue
         if xadd and low == b"nomkstream":
             args.nomkstream = True
+        elif xadd and low == b"idmpauto" and more:
+            if args.idmp_pid is not None:
+                raise CommandError(ERR_IDMP_TWICE)
+            if not argv[i + 1]:
+                raise CommandError(ERR_IDMPAUTO_PID)
+            args.idmp_pid = argv[i + 1]
+            args.idmp_auto = True
+            i += 1
+        elif xadd and low == b"idmp" and more >= 2:
+            if args.idmp_pid is not None:
+                raise CommandError(ERR_IDMP_TWICE)
+            if not argv[i + 1]:
+                raise CommandError(ERR_IDMP_PID)
+            if not argv[i + 2]:
+                raise CommandError(ERR_IDMP_IID)
+            args.idmp_pid = argv[i + 1]
+            args.idmp_iid = argv[i + 2]
+            i += 2
         elif (policy := policy_of(opt)) is not None:
             args.policy = policy
         elif xadd:
@@ -243,6 +274,8 @@ def parse_trim_args(argv: list[bytes], xadd: bool, max_entries: int) -> TrimArgs
                 args.id_spec, args.seq_given = parse_xadd_id(opt)
             except InvalidStreamID as exc:
                 raise CommandError(str(exc)) from None
+            if args.idmp_pid is not None and opt != b"*" and not replaying:
+                raise CommandError(ERR_IDMP_AUTO_ID_ONLY)
             break
         else:
             raise CommandError(SYNTAX)
