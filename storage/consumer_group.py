@@ -59,6 +59,7 @@ __all__ = [
     "Consumer",
     "ConsumerGroup",
     "acked_checker",
+    "copy_nack_order",
     "create_group",
     "delref_hook",
     "destroy_group",
@@ -198,6 +199,13 @@ class ConsumerGroup:
         self._set_time(nack, key, delivery_time)
         nack.delivery_count = delivery_count
         self._assign(nack, key, consumer)
+        return nack
+
+    def add_released(self, s: Stream, id: StreamID, delivery_count: int) -> NACK:
+        """Append ``id`` (not pending) to the end of the NACK zone with this delivery count
+        (for loading a snapshot)."""
+        nack = NACK(0, delivery_count, None)
+        self._insert_nack(s, id_to_key(id), nack)
         return nack
 
     def remove_pending(self, s: Stream, id: StreamID) -> NACK | None:
@@ -567,6 +575,16 @@ def groups(s: Stream) -> list[ConsumerGroup]:
     if s.cgroups is None:
         return []
     return list(s.cgroups.values())  # type: ignore[arg-type]
+
+
+def copy_nack_order(src: Stream, dst: Stream) -> None:
+    """Give dst's groups (a copy of src's) the NACK zone order of src's groups."""
+    for group in groups(src):
+        if not group.nacked:
+            continue
+        twin = lookup_group(dst, group.name)
+        if twin is not None and set(twin.nacked) == set(group.nacked):
+            twin.nacked = {key: twin.nacked[key] for key in group.nacked}
 
 
 # --- consistency ---------------------------------------------------------------------------

@@ -1,7 +1,10 @@
 """Consumer groups in the snapshot: per group its name, last ID, read counter, consumers (name,
 seen-time, active-time) and PEL (ID, delivery time, delivery count, owner). Signed values are
 zigzag varints. Loading rebuilds the group through storage.consumer_group, so the PEL,
-pel_by_time, the consumers' PELs and the stream's cgroups_ref agree by construction."""
+pel_by_time, the consumers' PELs and the stream's cgroups_ref agree by construction.
+An entry released by XNACK is written with owner 0 and read back into the NACK zone; the
+format does not keep the zone's order (it is reloaded in ID order), nor a stream's IDMP
+state: both wait for the RDB encoding (RDB_TYPE_STREAM_LISTPACKS_4/5)."""
 
 from __future__ import annotations
 
@@ -72,8 +75,11 @@ def read_groups(r: SnapshotReader, s: Stream, at: int) -> None:
             delivery_time = _unzigzag(r.varint())
             delivery_count = _unzigzag(r.varint())
             owner = r.varint()
-            if not 1 <= owner <= len(consumers):
+            if owner > len(consumers):
                 raise r.fail("pending entry without a valid owner")
             if group.find_nack(eid) is not None:
                 raise r.fail("duplicate pending entry")
+            if not owner:  # released by XNACK: the NACK zone (in ID order, see the docstring)
+                group.add_released(s, eid, delivery_count)
+                continue
             group.add_pending(s, eid, consumers[owner - 1], delivery_time, delivery_count)
