@@ -28,7 +28,7 @@ No clock is read here: every time is a ``now`` argument in Unix milliseconds.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from storage import consumer_group_claim as _claim
@@ -390,11 +390,13 @@ class ConsumerGroup:
         return len(items)
 
     def read_history(
-        self, s: Stream, consumer: Consumer, start: StreamID, count: int, now: int
+        self, s: Stream, consumer: Consumer, start: StreamID, count: int, now: int,
+        accept: Callable[[list[bytes] | None], bool] | None = None,
     ) -> list[tuple[StreamID, list[bytes] | None]]:
         """XREADGROUP with an ID: the consumer's pending entries with ID >= start
-        (at most ``count``, 0 = all).  An entry deleted from the stream comes back
-        with None fields and is left as it is; the others count one more delivery."""
+        (at most ``count``, 0 = all; ``accept``, if given, may stop the read before an
+        entry).  An entry deleted from the stream comes back with None fields and is
+        left as it is; the others count one more delivery."""
         out: list[tuple[StreamID, list[bytes] | None]] = []
         it = consumer.pel.iterator()
         it.seek(">=", id_to_key(start))
@@ -403,6 +405,8 @@ class ConsumerGroup:
             key = it.key
             id = key_to_id(key)
             fields = s.get(id)
+            if accept is not None and not accept(fields):
+                break
             out.append((id, fields))
             if fields is not None:
                 touched.append((key, it.value))  # type: ignore[arg-type]
@@ -474,11 +478,12 @@ class ConsumerGroup:
         return _claim.oldest_delivery_time(self, s)
 
     def claim_idle(
-        self, s: Stream, consumer: Consumer, now: int, min_idle: int, limit: int = 0
+        self, s: Stream, consumer: Consumer, now: int, min_idle: int, limit: int = 0,
+        accept: Callable[[list[bytes] | None], bool] | None = None,
     ) -> list[tuple[StreamID, list[bytes], int, int, NACK]]:
         """XREADGROUP CLAIM: ``(id, fields, idle, deliveries before, nack)`` per entry
         taken, see consumer_group_claim.claim_idle."""
-        return _claim.claim_idle(self, s, consumer, now, min_idle, limit)
+        return _claim.claim_idle(self, s, consumer, now, min_idle, limit, accept)
 
     # --- inspection -----------------------------------------------------------------
 

@@ -11,6 +11,7 @@ agreeing.  No clock is read here: every time is a ``now`` argument in Unix milli
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 # The module, not its names: storage.consumer_group imports this module in turn.
@@ -144,24 +145,30 @@ def oldest_delivery_time(group: ConsumerGroup, s: Stream | None = None) -> int |
 
 
 def claim_idle(
-    group: ConsumerGroup, s: Stream, consumer: Consumer, now: int, min_idle: int, limit: int = 0
+    group: ConsumerGroup, s: Stream, consumer: Consumer, now: int, min_idle: int, limit: int = 0,
+    accept: Callable[[list[bytes] | None], bool] | None = None,
 ) -> list[tuple[StreamID, list[bytes], int, int, NACK]]:
     """XREADGROUP CLAIM: take the pending entries idle for ``min_idle`` ms or
     more, longest idle first (at most ``limit``, 0 = all).  Each becomes the
     consumer's, delivered now, one more delivery.  Entries gone from the
     stream are passed over and left pending.  Returns ``(id, fields, idle,
-    deliveries before this one, nack)``."""
+    deliveries before this one, nack)``. ``accept``, if given, may stop the walk before an
+    entry (MAXSIZE)."""
     found: list[tuple[bytes, list[bytes], int, NACK]] = []
+    stopped = False
     # The NACK zone first (released entries, delivery time 0), in release order.
     for key, nack in group.nacked.items():
         if limit and len(found) >= limit:
             break
         fields = s.get(key_to_id(key))
         if fields is not None:
+            if accept is not None and not accept(fields):
+                stopped = True
+                break
             found.append((key, fields, now, nack))
     pel = group.pel
     unpack_time = PEL_TIME.unpack_from
-    for tkey in group.pel_by_time if not limit or len(found) < limit else ():
+    for tkey in group.pel_by_time if not stopped and (not limit or len(found) < limit) else ():
         idle = now - unpack_time(tkey)[0]
         if idle < min_idle:
             break
@@ -169,6 +176,8 @@ def claim_idle(
         fields = s.get(key_to_id(key))
         if fields is None:
             continue
+        if accept is not None and not accept(fields):
+            break
         found.append((key, fields, idle, pel.find(key)))  # type: ignore[arg-type]
         if limit and len(found) >= limit:
             break

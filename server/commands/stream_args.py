@@ -164,6 +164,55 @@ def parse_count(arg: bytes) -> int:
     return value if value > 0 else 0
 
 
+class ReadBudget:
+    """XREAD / XREADGROUP MAXCOUNT and MAXSIZE (Redis 8.10): what the reply may hold in total
+    across all the streams named. MAXCOUNT counts entries; MAXSIZE the bytes of their fields
+    and values, and stops before an entry that would go past it, except the reply's first
+    entry, which is always served (a reader always makes progress). 0 means no limit, and so
+    does a negative value, as for COUNT. Streams left when the budget is spent are not
+    served (they are missing from the reply, as streams with nothing new are)."""
+
+    __slots__ = ("maxcount", "maxsize", "used_count", "used_size")
+
+    def __init__(self, maxcount: int = 0, maxsize: int = 0) -> None:
+        self.maxcount = maxcount
+        self.maxsize = maxsize
+        self.used_count = 0
+        self.used_size = 0
+
+    @property
+    def limited(self) -> bool:
+        return bool(self.maxcount or self.maxsize)
+
+    def spent(self) -> bool:
+        if self.maxcount and self.used_count >= self.maxcount:
+            return True
+        return bool(self.maxsize and self.used_count and self.used_size >= self.maxsize)
+
+    def count_limit(self, count: int) -> int:
+        """A stream's COUNT (0 = all) narrowed to what MAXCOUNT leaves."""
+        if not self.maxcount:
+            return count
+        left = max(self.maxcount - self.used_count, 0)
+        return left if not count else min(count, left)
+
+    def accept(self, fields: list[bytes] | None) -> bool:
+        """Whether one more entry with these fields fits; if so it is counted."""
+        if self.maxcount and self.used_count >= self.maxcount:
+            return False
+        size = sum(map(len, fields)) if fields else 0
+        if self.maxsize and self.used_count and self.used_size + size > self.maxsize:
+            return False
+        self.used_count += 1
+        self.used_size += size
+        return True
+
+
+def parse_budget_value(arg: bytes) -> int:
+    """MAXCOUNT / MAXSIZE: an integer, 0 or negative meaning no limit (as COUNT)."""
+    return parse_count(arg)
+
+
 def policy_of(arg: bytes) -> str | None:
     """KEEPREF / DELREF / ACKED (any case) as a policy name, else None."""
     if 5 <= len(arg) <= 7:
@@ -411,9 +460,10 @@ def delete_with_policy(stream: Stream, entry_id: StreamID, policy: str) -> int:
 
 __all__ = [
     "ACKED", "DELREF", "DEL_DELETED", "DEL_NO_ID", "DEL_REFERENCED", "INVALID_ID_MSG", "KEEPREF",
-    "MAXLEN", "MINID", "Entry", "RefHooks", "TrimArgs", "apply_trim", "delete_with_policy",
-    "format_entries", "format_entry", "lookup_or_create", "lookup_stream", "node_limits",
-    "parse_block_timeout", "parse_count", "parse_del_args", "parse_ll", "parse_loose_id",
+    "MAXLEN", "MINID", "Entry", "ReadBudget", "RefHooks", "TrimArgs", "apply_trim",
+    "delete_with_policy", "format_entries", "format_entry", "lookup_or_create", "lookup_stream",
+    "node_limits", "parse_block_timeout", "parse_budget_value", "parse_count", "parse_del_args",
+    "parse_ll", "parse_loose_id",
     "parse_range", "parse_strict_id", "parse_trim_args", "policy_of", "ref_hooks",
     "register_ref_hooks", "trim_callbacks", "trim_effect_args",
 ]
