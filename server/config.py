@@ -247,6 +247,9 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("dir", ".", _string),
     OptionSpec("maxclients", 10000, _int_range(1, 2**32 - 1)),
     OptionSpec("timeout", 0, _int_range(0, 2**31 - 1)),
+    # Read by monitoring tools. One thread serves every client here, so 1 is the only value
+    # (set at startup only, as in Redis).
+    OptionSpec("io-threads", 1, _int_range(1, 1), mutable=False),
     OptionSpec("tcp-keepalive", 300, _int_range(0, 2**31 - 1)),
     OptionSpec("hz", 10, _hz),
     OptionSpec("daemonize", False, parse_bool, mutable=False),
