@@ -13,6 +13,7 @@ from __future__ import annotations
 import server.commands  # noqa: F401 - registers every command family in server.dispatch
 from server.acl.access import AccessControl
 from server.blocking import Blocking
+from server.commands import xidmp
 from server.config import Config
 from server.core import ServerCore
 from server.eviction import Evictor
@@ -20,6 +21,7 @@ from server.log import Logger
 from server.pubsub import PubSub
 from server.tracking import Tracking
 from server.version import VERSION
+from storage.stream_idmp import set_defaults
 
 __all__ = ["VERSION", "Server"]
 
@@ -34,6 +36,11 @@ class Server(ServerCore):
         self.acl_log = self.acl.log
         self.evictor = Evictor(self)
         config.on_change("maxmemory-policy", self.evictor.set_policy)
+        # A new stream's IDMP limits follow the config; its expired IDMP records go on the cron.
+        set_defaults(config["stream-idmp-duration"], config["stream-idmp-maxsize"])
+        config.on_change("stream-idmp-duration", lambda value: set_defaults(duration=value))
+        config.on_change("stream-idmp-maxsize", lambda value: set_defaults(maxsize=value))
+        self.cron_hooks.append(lambda: xidmp.expire_tracked(self))
         # A closing client leaves every wait list, watch, subscription and tracking table.
         self.close_hooks += [self.blocking.remove_client, self.pause.forget, self.unwatch_all,
                              self.pubsub.forget, self.tracking.disable, self.forget_monitor]

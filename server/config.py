@@ -247,6 +247,9 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("dir", ".", _string),
     OptionSpec("maxclients", 10000, _int_range(1, 2**32 - 1)),
     OptionSpec("timeout", 0, _int_range(0, 2**31 - 1)),
+    # Read by monitoring tools. One thread serves every client here, so 1 is the only value
+    # (set at startup only, as in Redis).
+    OptionSpec("io-threads", 1, _int_range(1, 1), mutable=False),
     OptionSpec("tcp-keepalive", 300, _int_range(0, 2**31 - 1)),
     OptionSpec("hz", 10, _hz),
     OptionSpec("daemonize", False, parse_bool, mutable=False),
@@ -272,6 +275,9 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("lfu-decay-time", 1, _int_range(0, 2**31 - 1)),
     OptionSpec("stream-node-max-bytes", 4096, MemoryRange(0, _MAX)),
     OptionSpec("stream-node-max-entries", 100, _int_range(0, _MAX)),
+    # Redis 8.6: the IDMP-DURATION (seconds) and IDMP-MAXSIZE a new stream starts with.
+    OptionSpec("stream-idmp-duration", 100, _int_range(1, 86400)),
+    OptionSpec("stream-idmp-maxsize", 100, _int_range(1, 10000)),
     OptionSpec("appendonly", True, parse_bool),
     OptionSpec("appendfilename", "appendonly.aof", _string, mutable=False),
     OptionSpec("appendfsync", "everysec", Choice("everysec", "always", "no")),

@@ -112,10 +112,18 @@ def _memory(s: Server) -> Fields:
         ("used_memory_startup", mh.startup_allocated),
         ("used_memory_dataset", mh.dataset),
         ("used_memory_dataset_perc", f"{mh.dataset_percentage:.2f}%"),
+        # The allocator's view, which monitoring (the Prometheus exporter) reads: with the
+        # process's resident size standing for all of it, as in MEMORY STATS, the allocator
+        # holds what it was asked for, so its ratios are 1 and its overheads 0.
+        ("allocator_allocated", used), ("allocator_active", used),
+        ("allocator_resident", used), ("allocator_muzzy", 0),
         ("total_system_memory", total), ("total_system_memory_human", human_bytes(total)),
         *_scripts_memory(s),
         ("maxmemory", maxmemory), ("maxmemory_human", human_bytes(maxmemory)),
         ("maxmemory_policy", s.config["maxmemory-policy"]),
+        ("allocator_frag_ratio", "1.00"), ("allocator_frag_bytes", 0),
+        ("allocator_rss_ratio", "1.00"), ("allocator_rss_bytes", 0),
+        ("rss_overhead_ratio", "1.00"), ("rss_overhead_bytes", 0),
         ("mem_fragmentation_ratio", "1.00"), ("mem_fragmentation_bytes", 0),
         ("mem_not_counted_for_evict", 0),
         # No replication, cluster or defragmenter here: what they would hold is nothing.

@@ -2,4 +2,4 @@
 (clients gate features on the latter: INFO's redis_version, HELLO, Lua's redis.REDIS_VERSION)."""
 
 XSTREAMD_VERSION = "0.1.0"
-VERSION = "8.4.0"
+VERSION = "8.10.0"

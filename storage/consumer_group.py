@@ -9,6 +9,11 @@ A group holds ``last_id``, ``entries_read`` and three rax trees:
 * ``consumers``: name -> Consumer, each with its own ``pel`` rax sharing the
   group's NACK objects.
 
+Entries released by XNACK (Redis 8.8) have no owner and are not in ``pel_by_time``: they
+form the "NACK zone", ``nacked`` (ID key -> NACK, in the order they were released, each
+with delivery time 0), which XREADGROUP CLAIM serves before anything else
+(storage/consumer_group_nack.py).
+
 ``stream.cgroups`` is None until the first group, then a rax name -> group;
 ``stream.cgroups_ref`` is None or a rax ID key -> list of the groups that have
 the ID pending.  Every PEL insert and removal goes through this module so the
@@ -23,12 +28,13 @@ No clock is read here: every time is a ``now`` argument in Unix milliseconds.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from storage import consumer_group_claim as _claim
+from storage import consumer_group_nack as _nack
 from storage.consumer_group_lag import INVALID_ENTRIES_READ, advance_read_counter_many
-from storage.consumer_group_pel import NACK, PEL_TIME
+from storage.consumer_group_pel import NACK, PEL_TIME, next_delivery_count
 from storage.consumer_group_pel import time_key as _time_key
 from storage.consumer_group_pel import time_prefix as _time_prefix
 from storage.consumer_group_refs import (
@@ -53,6 +59,7 @@ __all__ = [
     "Consumer",
     "ConsumerGroup",
     "acked_checker",
+    "copy_nack_order",
     "create_group",
     "delref_hook",
     "destroy_group",
@@ -102,7 +109,7 @@ class Consumer:
 
 
 class ConsumerGroup:
-    __slots__ = ("name", "last_id", "entries_read", "pel", "pel_by_time", "consumers")
+    __slots__ = ("name", "last_id", "entries_read", "pel", "pel_by_time", "consumers", "nacked")
 
     def __init__(self, name: bytes, last_id: StreamID, entries_read: int) -> None:
         self.name = name
@@ -111,6 +118,7 @@ class ConsumerGroup:
         self.pel = Rax()
         self.pel_by_time = Rax()
         self.consumers = Rax()
+        self.nacked: dict[bytes, NACK] = {}  # the NACK zone, oldest release first
 
     def __repr__(self) -> str:
         return (
@@ -167,11 +175,14 @@ class ConsumerGroup:
         return self.pel.find(id_to_key(id))  # type: ignore[return-value]
 
     def _insert_nack(self, s: Stream, key: bytes, nack: NACK) -> None:
-        """Add a NACK absent from the PEL (its consumer, if any, gets it too)."""
+        """Add a NACK absent from the PEL (its consumer, if any, gets it too; one without
+        a consumer goes to the end of the NACK zone)."""
         self.pel.insert(key, nack)
-        self.pel_by_time.insert(_time_key(nack.delivery_time, key))
         if nack.consumer is not None:
+            self.pel_by_time.insert(_time_key(nack.delivery_time, key))
             nack.consumer.pel.insert(key, nack)
+        else:
+            self.nacked[key] = nack
         ref_add(s, key, self)
 
     def add_pending(
@@ -190,6 +201,13 @@ class ConsumerGroup:
         self._assign(nack, key, consumer)
         return nack
 
+    def add_released(self, s: Stream, id: StreamID, delivery_count: int) -> NACK:
+        """Append ``id`` (not pending) to the end of the NACK zone with this delivery count
+        (for loading a snapshot)."""
+        nack = NACK(0, delivery_count, None)
+        self._insert_nack(s, id_to_key(id), nack)
+        return nack
+
     def remove_pending(self, s: Stream, id: StreamID) -> NACK | None:
         """Drop ``id`` from the PEL (XACK); returns the NACK or None if not pending."""
         return self._remove_key(s, id_to_key(id))
@@ -199,13 +217,19 @@ class ConsumerGroup:
         if not found:
             return None
         assert isinstance(nack, NACK)
-        self.pel_by_time.remove(_time_key(nack.delivery_time, key))
+        if self.nacked.pop(key, None) is None:
+            self.pel_by_time.remove(_time_key(nack.delivery_time, key))
         if nack.consumer is not None:
             nack.consumer.pel.remove(key)
         ref_remove(s, key, self)
         return nack
 
     def _set_time(self, nack: NACK, key: bytes, t: int) -> None:
+        """A new delivery time; an entry of the NACK zone leaves it (it is being claimed)."""
+        if self.nacked and self.nacked.pop(key, None) is not None:
+            nack.delivery_time = t
+            self.pel_by_time.insert(_time_key(t, key))
+            return
         if nack.delivery_time != t:
             self.pel_by_time.remove(_time_key(nack.delivery_time, key))
             nack.delivery_time = t
@@ -310,6 +334,7 @@ class ConsumerGroup:
             if drained:
                 return drained
         by_time = self.pel_by_time
+        nacked = self.nacked
         refs = s.cgroups_ref
         last_time = -1
         tprefix = b""
@@ -319,11 +344,16 @@ class ConsumerGroup:
             if not found:
                 continue
             acked += 1
+            if nacked and nacked.pop(key, None) is not None:
+                by_time_key = False
+            else:
+                by_time_key = True
             t = nack.delivery_time  # type: ignore[union-attr]
             if t != last_time:  # a command's entries mostly share their delivery time
                 last_time = t
                 tprefix = _time_prefix(t)
-            by_time.remove(tprefix + key)
+            if by_time_key:
+                by_time.remove(tprefix + key)
             owner = nack.consumer  # type: ignore[union-attr]
             if owner is not None:
                 owner.pel.remove(key)
@@ -344,6 +374,7 @@ class ConsumerGroup:
                 return 0
         self.pel.clear()
         self.pel_by_time.clear()
+        self.nacked.clear()
         # Consumer PELs are parts of the group's: every one of them is empty now.
         last = None
         for _, nack in items:
@@ -359,11 +390,13 @@ class ConsumerGroup:
         return len(items)
 
     def read_history(
-        self, s: Stream, consumer: Consumer, start: StreamID, count: int, now: int
+        self, s: Stream, consumer: Consumer, start: StreamID, count: int, now: int,
+        accept: Callable[[list[bytes] | None], bool] | None = None,
     ) -> list[tuple[StreamID, list[bytes] | None]]:
         """XREADGROUP with an ID: the consumer's pending entries with ID >= start
-        (at most ``count``, 0 = all).  An entry deleted from the stream comes back
-        with None fields and is left as it is; the others count one more delivery."""
+        (at most ``count``, 0 = all; ``accept``, if given, may stop the read before an
+        entry).  An entry deleted from the stream comes back with None fields and is
+        left as it is; the others count one more delivery."""
         out: list[tuple[StreamID, list[bytes] | None]] = []
         it = consumer.pel.iterator()
         it.seek(">=", id_to_key(start))
@@ -372,12 +405,14 @@ class ConsumerGroup:
             key = it.key
             id = key_to_id(key)
             fields = s.get(id)
+            if accept is not None and not accept(fields):
+                break
             out.append((id, fields))
             if fields is not None:
                 touched.append((key, it.value))  # type: ignore[arg-type]
         for key, nack in touched:  # pel_by_time is another tree: safe to edit now
             self._set_time(nack, key, now)
-            nack.delivery_count += 1
+            nack.delivery_count = next_delivery_count(nack.delivery_count)
         return out
 
     # --- claiming (storage/consumer_group_claim.py) -----------------------------------
@@ -416,17 +451,39 @@ class ConsumerGroup:
         """XAUTOCLAIM: ``(cursor, claimed, deleted)``, see consumer_group_claim.autoclaim."""
         return _claim.autoclaim(self, s, consumer, now, min_idle, start, count, justid)
 
+    def nack(self, s: Stream, ids: list[StreamID], mode: str, retry_count: int = -1,
+             force: bool = False) -> int:
+        """XNACK: release entries to the NACK zone, see consumer_group_nack.nack."""
+        return _nack.nack(self, s, ids, mode, retry_count, force)
+
+    def _to_nack_zone(self, key: bytes, nack: NACK) -> None:
+        """Move a pending entry to the end of the NACK zone: no owner, delivery time 0."""
+        owner = nack.consumer
+        if owner is not None:
+            owner.pel.remove(key)
+            nack.consumer = None
+        if self.nacked.pop(key, None) is None:
+            self.pel_by_time.remove(_time_key(nack.delivery_time, key))
+        nack.delivery_time = 0
+        self.nacked[key] = nack
+
+    def iter_nacked(self) -> Iterator[tuple[StreamID, NACK]]:
+        """The NACK zone in release order."""
+        for key, nack in self.nacked.items():
+            yield key_to_id(key), nack
+
     def oldest_delivery_time(self, s: Stream | None = None) -> int | None:
         """Delivery time of the longest-idle pending entry (with ``s``: of those still in
         the stream), None if none."""
         return _claim.oldest_delivery_time(self, s)
 
     def claim_idle(
-        self, s: Stream, consumer: Consumer, now: int, min_idle: int, limit: int = 0
+        self, s: Stream, consumer: Consumer, now: int, min_idle: int, limit: int = 0,
+        accept: Callable[[list[bytes] | None], bool] | None = None,
     ) -> list[tuple[StreamID, list[bytes], int, int, NACK]]:
         """XREADGROUP CLAIM: ``(id, fields, idle, deliveries before, nack)`` per entry
         taken, see consumer_group_claim.claim_idle."""
-        return _claim.claim_idle(self, s, consumer, now, min_idle, limit)
+        return _claim.claim_idle(self, s, consumer, now, min_idle, limit, accept)
 
     # --- inspection -----------------------------------------------------------------
 
@@ -452,7 +509,8 @@ class ConsumerGroup:
             if key > end_key:
                 break
             nack: NACK = it.value  # type: ignore[assignment]
-            if min_idle and now - nack.delivery_time < min_idle:
+            # (an entry of the NACK zone has no owner and passes any IDLE filter)
+            if min_idle and nack.consumer is not None and now - nack.delivery_time < min_idle:
                 continue
             out.append((key_to_id(key), nack))
             if len(out) >= count:
@@ -524,6 +582,16 @@ def groups(s: Stream) -> list[ConsumerGroup]:
     return list(s.cgroups.values())  # type: ignore[arg-type]
 
 
+def copy_nack_order(src: Stream, dst: Stream) -> None:
+    """Give dst's groups (a copy of src's) the NACK zone order of src's groups."""
+    for group in groups(src):
+        if not group.nacked:
+            continue
+        twin = lookup_group(dst, group.name)
+        if twin is not None and set(twin.nacked) == set(group.nacked):
+            twin.nacked = {key: twin.nacked[key] for key in group.nacked}
+
+
 # --- consistency ---------------------------------------------------------------------------
 
 
@@ -535,14 +603,20 @@ def verify(s: Stream) -> None:
         pel_keys = set()
         for key, nack in group.pel.items():
             assert isinstance(nack, NACK)
-            assert nack.consumer is not None, "pending entry without an owner"
+            pel_keys.add(key)
+            expected.setdefault(key, []).append(id(group))
+            if nack.consumer is None:  # the NACK zone
+                assert group.nacked.get(key) is nack, "unowned entry outside the NACK zone"
+                assert nack.delivery_time == 0, "NACK zone entry with a delivery time"
+                assert _time_key(0, key) not in group.pel_by_time, "NACKed entry in pel_by_time"
+                continue
+            assert key not in group.nacked, "owned entry in the NACK zone"
             owner = group.consumers.find(nack.consumer.name)
             assert owner is nack.consumer, "owner is not a consumer of the group"
             assert nack.consumer.pel.find(key) is nack, "consumer PEL misses a NACK"
             assert _time_key(nack.delivery_time, key) in group.pel_by_time, "pel_by_time miss"
-            pel_keys.add(key)
-            expected.setdefault(key, []).append(id(group))
-        assert len(group.pel_by_time) == len(group.pel), "pel_by_time size differs"
+        assert len(group.pel_by_time) + len(group.nacked) == len(group.pel), \
+            "pel_by_time and the NACK zone do not add up"
         total = 0
         for consumer in group.consumers.values():
             assert isinstance(consumer, Consumer)
@@ -550,7 +624,7 @@ def verify(s: Stream) -> None:
                 assert group.pel.find(key) is nack, "consumer NACK not in the group PEL"
                 assert nack.consumer is consumer  # type: ignore[union-attr]
             total += len(consumer.pel)
-        assert total == len(group.pel), "consumer PELs do not add up"
+        assert total + len(group.nacked) == len(group.pel), "consumer PELs do not add up"
     refs = s.cgroups_ref
     actual: dict[bytes, list[int]] = {}
     if refs is not None:

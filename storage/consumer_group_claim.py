@@ -1,5 +1,7 @@
 """Claiming pending entries of a consumer group: XCLAIM (``claim``), XAUTOCLAIM
-(``autoclaim``) and XREADGROUP CLAIM (``claim_idle``, ``oldest_delivery_time``).
+(``autoclaim``) and XREADGROUP CLAIM (``claim_idle``, ``oldest_delivery_time``). Entries of
+the NACK zone (XNACK) have no owner: every claim takes them whatever its minimum idle time,
+and XREADGROUP CLAIM takes them first.
 
 Plain functions taking the group first; ConsumerGroup keeps methods of the same names
 that delegate here.  Every PEL change goes through the group's primitives
@@ -9,10 +11,11 @@ agreeing.  No clock is read here: every time is a ``now`` argument in Unix milli
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 # The module, not its names: storage.consumer_group imports this module in turn.
-from storage.consumer_group_pel import NACK, PEL_TIME
+from storage.consumer_group_pel import NACK, PEL_TIME, next_delivery_count
 from storage.stream_id import StreamID, id_to_key, key_to_id
 
 if TYPE_CHECKING:
@@ -62,7 +65,7 @@ def claim(
     if retry_count >= 0:
         nack.delivery_count = retry_count
     elif not justid:
-        nack.delivery_count += 1
+        nack.delivery_count = next_delivery_count(nack.delivery_count)
     group._assign(nack, key, consumer)
     consumer.active_time = now
     return "claimed", nack, None if justid else fields
@@ -110,11 +113,11 @@ def autoclaim(
             count -= 1
             it.seek(">", key)  # the PEL changed: resume after the removed key
             continue
-        if min_idle and now - nack.delivery_time < min_idle:
+        if min_idle and nack.consumer is not None and now - nack.delivery_time < min_idle:
             continue
         group._set_time(nack, key, now)
         if not justid:
-            nack.delivery_count += 1
+            nack.delivery_count = next_delivery_count(nack.delivery_count)
         group._assign(nack, key, consumer)
         claimed.append((id, nack, None if justid else fields))
         count -= 1
@@ -129,6 +132,9 @@ def oldest_delivery_time(group: ConsumerGroup, s: Stream | None = None) -> int |
     """Delivery time of the longest-idle pending entry, None if none. With ``s``, of the
     longest-idle one still in the stream: what XREADGROUP CLAIM could take (it passes over
     entries deleted or trimmed away, which stay pending)."""
+    nacked = group.nacked  # the NACK zone: delivery time 0
+    if nacked and (s is None or any(s.get(key_to_id(key)) is not None for key in nacked)):
+        return 0
     if s is None:
         first = group.pel_by_time.first()
         return None if first is None else PEL_TIME.unpack_from(first[0])[0]
@@ -139,17 +145,30 @@ def oldest_delivery_time(group: ConsumerGroup, s: Stream | None = None) -> int |
 
 
 def claim_idle(
-    group: ConsumerGroup, s: Stream, consumer: Consumer, now: int, min_idle: int, limit: int = 0
+    group: ConsumerGroup, s: Stream, consumer: Consumer, now: int, min_idle: int, limit: int = 0,
+    accept: Callable[[list[bytes] | None], bool] | None = None,
 ) -> list[tuple[StreamID, list[bytes], int, int, NACK]]:
     """XREADGROUP CLAIM: take the pending entries idle for ``min_idle`` ms or
     more, longest idle first (at most ``limit``, 0 = all).  Each becomes the
     consumer's, delivered now, one more delivery.  Entries gone from the
     stream are passed over and left pending.  Returns ``(id, fields, idle,
-    deliveries before this one, nack)``."""
+    deliveries before this one, nack)``. ``accept``, if given, may stop the walk before an
+    entry (MAXSIZE)."""
     found: list[tuple[bytes, list[bytes], int, NACK]] = []
+    stopped = False
+    # The NACK zone first (released entries, delivery time 0), in release order.
+    for key, nack in group.nacked.items():
+        if limit and len(found) >= limit:
+            break
+        fields = s.get(key_to_id(key))
+        if fields is not None:
+            if accept is not None and not accept(fields):
+                stopped = True
+                break
+            found.append((key, fields, now, nack))
     pel = group.pel
     unpack_time = PEL_TIME.unpack_from
-    for tkey in group.pel_by_time:
+    for tkey in group.pel_by_time if not stopped and (not limit or len(found) < limit) else ():
         idle = now - unpack_time(tkey)[0]
         if idle < min_idle:
             break
@@ -157,6 +176,8 @@ def claim_idle(
         fields = s.get(key_to_id(key))
         if fields is None:
             continue
+        if accept is not None and not accept(fields):
+            break
         found.append((key, fields, idle, pel.find(key)))  # type: ignore[arg-type]
         if limit and len(found) >= limit:
             break
@@ -164,7 +185,7 @@ def claim_idle(
     for key, fields, idle, nack in found:  # edit the trees once the walk is over
         before = nack.delivery_count
         group._set_time(nack, key, now)
-        nack.delivery_count = before + 1
+        nack.delivery_count = next_delivery_count(before)
         group._assign(nack, key, consumer)
         out.append((key_to_id(key), fields, max(idle, 0), before, nack))
     if out:

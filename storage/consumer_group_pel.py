@@ -13,6 +13,12 @@ if TYPE_CHECKING:
 
 PEL_TIME = struct.Struct(">Q")
 _M64 = 2**64 - 1
+MAX_DELIVERY_COUNT = 2**63 - 1  # LLONG_MAX: where a delivery count stops growing (XNACK FATAL)
+
+
+def next_delivery_count(count: int) -> int:
+    """One more delivery, saturating at MAX_DELIVERY_COUNT as Redis 8.8 does."""
+    return count + 1 if count < MAX_DELIVERY_COUNT else count
 
 
 class NACK:

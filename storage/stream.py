@@ -36,6 +36,7 @@ from storage.stream_id import (
     incr_id,
     key_to_id,
 )
+from storage.stream_idmp import IdmpState
 from storage.stream_iter import (
     Entry,
     collect_backward,
@@ -111,7 +112,8 @@ class Stream:
     ``max_deleted_entry_id`` the largest ID removed by delete(); ``entries_added``
     ever (stored as ``length + _removed``, so that appending counts once);
     ``cgroups`` / ``cgroups_ref``: None until the consumer-group module
-    creates them (it owns their contents).
+    creates them (it owns their contents); ``idmp``: the IDMP state (XADD IDMP,
+    XCFGSET), see storage.stream_idmp.
     """
 
     TYPE_NAME = "stream"  # what TYPE answers
@@ -128,6 +130,7 @@ class Stream:
         "_removed",
         "cgroups",
         "cgroups_ref",
+        "idmp",  # the idempotent-production state (storage.stream_idmp), never None
         "lru",  # last access or access frequency (storage.access), set when stored
         # Tail node cache, so XADD does not seek the rax.  _tail is None when
         # unknown; anything that changes the tail node's counts resets it.
@@ -156,6 +159,7 @@ class Stream:
         self._removed = 0
         self.cgroups: Rax | None = None
         self.cgroups_ref: Rax | None = None
+        self.idmp = IdmpState()  # IDMP-DURATION / IDMP-MAXSIZE from the server's defaults
         self.lru = 0
         self._tail: StreamNode | None = None
         self._tail_master: StreamID = MIN_ID

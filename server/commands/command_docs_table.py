@@ -2,8 +2,9 @@
 
 One entry per command or subcommand the server registers (full names, "xgroup|create"),
 written in the syntax of server/commands/command_docs.py. Arguments, names, complexities and
-key specs follow Redis 8.4's command table (redis.io command pages); stream commands carry the
-8.x options (XADD/XTRIM KEEPREF|DELREF|ACKED, XDELEX, XACKDEL, XREADGROUP CLAIM). SET is
+key specs follow Redis 8.4's command table (redis.io command pages); stream commands follow
+Redis 8.10 (XADD/XTRIM KEEPREF|DELREF|ACKED, XDELEX, XACKDEL, XREADGROUP CLAIM, XADD IDMP,
+XCFGSET, XIDMPRECORD, XNACK, XREAD/XREADGROUP MAXCOUNT and MAXSIZE). SET is
 described as this server implements it (without 8.4's IFEQ/IFNE/IFDEQ/IFDNE).
 """
 
@@ -457,11 +458,13 @@ DOCS: dict[str, Doc] = {
     "xadd": Doc(
         "O(1) when adding a new entry, O(N) when trimming where N being the number of "
         "entries evicted.",
-        f"key#0 [NOMKSTREAM@6.2.0] [{_REFS}] [trim({_TRIM})] id-selector{{auto-id=* | id}} "
-        "data(field value)...",
+        f"key#0 [NOMKSTREAM@6.2.0] [{_REFS}] "
+        "[idempotency{IDMPAUTO pid | IDMP idmp(pid iid)}@8.6.0] "
+        f"[trim({_TRIM})] id-selector{{auto-id=* | id}} data(field value)...",
         history=(("6.2.0", "Added the `NOMKSTREAM` option, `MINID` trimming strategy and the "
                            "`LIMIT` option."),
-                 ("7.0.0", "Added support for the `<ms>-*` explicit ID form.")),
+                 ("7.0.0", "Added support for the `<ms>-*` explicit ID form."),
+                 ("8.6.0", "Added the `IDMPAUTO` and `IDMP` options.")),
         keys=_keys(f"{_RW_UPDATE}; UPDATE instead of INSERT because of the optional "
                    "trimming feature"),
         tips=_NONDET),
@@ -471,6 +474,10 @@ DOCS: dict[str, Doc] = {
         history=(("7.0.0", "Added an element to the reply array, containing deleted entries "
                            "the command cleared from the PEL"),),
         keys=_keys(_RW_DELETE), tips=_NONDET),
+    "xcfgset": Doc(
+        _O1, "key#0 [idmp-duration-block(idmp-duration-token=IDMP-DURATION duration:integer)] "
+             "[idmp-maxsize-block(idmp-maxsize-token=IDMP-MAXSIZE maxsize:integer)]",
+        keys=_keys(_RW_UPDATE)),
     "xclaim": Doc(
         "O(log N) with N being the number of messages in the PEL of the consumer group.",
         "key#0 group consumer min-idle-time id... [IDLE ms:integer] "
@@ -501,6 +508,7 @@ DOCS: dict[str, Doc] = {
              "[ENTRIESREAD entriesread:integer/entries-read]",
         history=(("7.0.0", "Added the optional `entries_read` argument."),),
         keys=_keys("RW update" + _GROUP_KEY)),
+    "xidmprecord": Doc(_O1, "key#0 pid iid stream-id", keys=_keys(_RW_UPDATE)),
     "xinfo": Doc(_SUBCOMMANDS),
     "xinfo|consumers": Doc(_O1, "key#0 group",
                            history=(("7.2.0", "Added the `inactive` field."),),
@@ -515,9 +523,17 @@ DOCS: dict[str, Doc] = {
                  ("7.0.0", "Added the `max-deleted-entry-id`, `entries-added`, "
                            "`recorded-first-entry-id`, `entries-read` and `lag` fields"),
                  ("7.2.0", "Added the `active-time` field, and changed the meaning of "
-                           "`seen-time`.")),
+                           "`seen-time`."),
+                 ("8.6.0", "Added the `idmp-duration`, `idmp-maxsize`, `pids-tracked`, "
+                           "`iids-tracked`, `iids-added` and `iids-duplicates` fields."),
+                 ("8.8.0", "Added the `nacked-count` field.")),
         keys=_keys("RO access" + _GROUP_KEY)),
     "xlen": Doc(_O1, "key#0", keys=_keys(_RO)),
+    "xnack": Doc(
+        "O(1) for each message ID processed.",
+        "key#0 group mode{SILENT | FAIL | FATAL} IDS ids(numids:integer id...) "
+        "[RETRYCOUNT count:integer] [FORCE]",
+        keys=_keys(_RW_UPDATE)),
     "xpending": Doc(
         "O(N) with N being the number of elements returned, so asking for a small fixed "
         "number of entries per call is O(1). O(M), where M is the total number of entries "
@@ -538,15 +554,21 @@ DOCS: dict[str, Doc] = {
         "it means that XREAD-ing with a fixed COUNT is O(1). Note that when the BLOCK option "
         "is used, XADD will pay O(M) time in order to serve the M clients blocked on the "
         "stream getting new data.",
-        "[COUNT count:integer] [BLOCK milliseconds:integer] STREAMS streams(key#0... id...)",
+        "[COUNT count:integer] [MAXCOUNT maxcount:integer@8.10.0] "
+        "[MAXSIZE maxsize:integer@8.10.0] [BLOCK milliseconds:integer] "
+        "STREAMS streams(key#0... id...)",
+        history=(("8.10.0", "Added the `MAXCOUNT` and `MAXSIZE` options."),),
         keys=_keys("RO access; keyword STREAMS 1; range -1 1 2")),
     "xreadgroup": Doc(
         "For each stream mentioned: O(M) with M being the number of elements returned. If M "
         "is constant (e.g. always asking for the first 10 elements with COUNT), you can "
         "consider it O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) "
         "time in order to serve the N clients blocked on the stream getting new data.",
-        "GROUP group-block(group consumer) [COUNT count:integer] [BLOCK milliseconds:integer] "
-        "[CLAIM min-idle-time:integer] [NOACK] STREAMS streams(key#0... id...)",
+        "GROUP group-block(group consumer) [COUNT count:integer] "
+        "[MAXCOUNT maxcount:integer@8.10.0] [MAXSIZE maxsize:integer@8.10.0] "
+        "[BLOCK milliseconds:integer] [CLAIM min-idle-time:integer] [NOACK] "
+        "STREAMS streams(key#0... id...)",
+        history=(("8.10.0", "Added the `MAXCOUNT` and `MAXSIZE` options."),),
         keys=_keys("RO access; keyword STREAMS 4; range -1 1 2")),
     "xrevrange": Doc(
         "O(N) with N being the number of elements returned. If N is constant (e.g. always "

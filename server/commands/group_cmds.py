@@ -1,7 +1,8 @@
 """Consumer-group commands: XGROUP (CREATE, SETID, DESTROY, CREATECONSUMER, DELCONSUMER,
 HELP), XACK and XACKDEL; this module also wires the groups into the stream commands
 (DELREF/ACKED reference hooks, the groups of XINFO STREAM FULL) and imports the other
-group families: xreadgroup.py, xclaim.py (XCLAIM, XAUTOCLAIM), xpending.py, xinfo_groups.py.
+group families: xreadgroup.py, xclaim.py (XCLAIM, XAUTOCLAIM), xnack.py, xpending.py,
+xinfo_groups.py.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from protocol.encoder import OK
 from server import notify
 from server.client import Client
-from server.commands import xclaim, xinfo_groups, xpending, xreadgroup  # noqa: F401
+from server.commands import xclaim, xinfo_groups, xnack, xpending, xreadgroup  # noqa: F401
 from server.commands.group_common import nogroup_for_key, now_ms
 from server.commands.help import help_reply
 from server.commands.stream_args import (

@@ -63,9 +63,14 @@ def get_consumer(client: Client, key: bytes, group: ConsumerGroup, name: bytes,
 def propagate_xclaim(client: Client, key: bytes, group: ConsumerGroup, entry_id: StreamID,
                      nack: NACK, changes: int = 1) -> None:
     """The effect of one delivery or claim, replayable as it is:
-    XCLAIM key group consumer 0 id TIME t RETRYCOUNT n FORCE JUSTID LASTID last-id."""
+    XCLAIM key group consumer 0 id TIME t RETRYCOUNT n FORCE JUSTID LASTID last-id.
+    A dropped entry of the NACK zone has no owner to name: XACK key group id, as Redis
+    writes it (streamPropagateXACK)."""
     owner = nack.consumer
-    assert owner is not None
+    if owner is None:
+        client.server.propagate(client.db, [b"XACK", key, group.name, format_id(entry_id)],
+                                changes)
+        return
     client.server.propagate(client.db, [
         b"XCLAIM", key, group.name, owner.name, b"0", format_id(entry_id),
         b"TIME", b"%d" % nack.delivery_time, b"RETRYCOUNT", b"%d" % nack.delivery_count,

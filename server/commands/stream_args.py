@@ -58,6 +58,12 @@ ERR_LIMIT_NO_APPROX = "ERR syntax error, LIMIT cannot be used without the specia
 ERR_NUMIDS_POSITIVE = "ERR Number of IDs must be a positive integer"
 ERR_NUMIDS_MISMATCH = "ERR The `numids` parameter must match the number of arguments"
 ERR_IDS_REQUIRED = "ERR IDS option is required"
+# XADD IDMP / IDMPAUTO (Redis 8.6)
+ERR_IDMP_TWICE = "ERR syntax error, IDMP/IDMPAUTO specified multiple times"
+ERR_IDMPAUTO_PID = "ERR syntax error, IDMPAUTO requires a non-empty producer ID"
+ERR_IDMP_PID = "ERR syntax error, IDMP requires a non-empty producer ID"
+ERR_IDMP_IID = "ERR syntax error, IDMP requires a non-empty idempotent ID"
+ERR_IDMP_AUTO_ID_ONLY = "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"
 
 # XDELEX / XACKDEL per-ID result codes.
 DEL_NO_ID = -1
@@ -158,6 +164,55 @@ def parse_count(arg: bytes) -> int:
     return value if value > 0 else 0
 
 
+class ReadBudget:
+    """XREAD / XREADGROUP MAXCOUNT and MAXSIZE (Redis 8.10): what the reply may hold in total
+    across all the streams named. MAXCOUNT counts entries; MAXSIZE the bytes of their fields
+    and values, and stops before an entry that would go past it, except the reply's first
+    entry, which is always served (a reader always makes progress). 0 means no limit, and so
+    does a negative value, as for COUNT. Streams left when the budget is spent are not
+    served (they are missing from the reply, as streams with nothing new are)."""
+
+    __slots__ = ("maxcount", "maxsize", "used_count", "used_size")
+
+    def __init__(self, maxcount: int = 0, maxsize: int = 0) -> None:
+        self.maxcount = maxcount
+        self.maxsize = maxsize
+        self.used_count = 0
+        self.used_size = 0
+
+    @property
+    def limited(self) -> bool:
+        return bool(self.maxcount or self.maxsize)
+
+    def spent(self) -> bool:
+        if self.maxcount and self.used_count >= self.maxcount:
+            return True
+        return bool(self.maxsize and self.used_count and self.used_size >= self.maxsize)
+
+    def count_limit(self, count: int) -> int:
+        """A stream's COUNT (0 = all) narrowed to what MAXCOUNT leaves."""
+        if not self.maxcount:
+            return count
+        left = max(self.maxcount - self.used_count, 0)
+        return left if not count else min(count, left)
+
+    def accept(self, fields: list[bytes] | None) -> bool:
+        """Whether one more entry with these fields fits; if so it is counted."""
+        if self.maxcount and self.used_count >= self.maxcount:
+            return False
+        size = sum(map(len, fields)) if fields else 0
+        if self.maxsize and self.used_count and self.used_size + size > self.maxsize:
+            return False
+        self.used_count += 1
+        self.used_size += size
+        return True
+
+
+def parse_budget_value(arg: bytes) -> int:
+    """MAXCOUNT / MAXSIZE: an integer, 0 or negative meaning no limit (as COUNT)."""
+    return parse_count(arg)
+
+
 def policy_of(arg: bytes) -> str | None:
     """KEEPREF / DELREF / ACKED (any case) as a policy name, else None."""
     if 5 <= len(arg) <= 7:
@@ -168,11 +223,12 @@ def policy_of(arg: bytes) -> str | None:
 # -- XADD / XTRIM options -------------------------------------------------------------------------
 class TrimArgs:
     """What streamParseAddOrTrimArgsOrReply leaves: the trim strategy and threshold, `~`,
-    LIMIT, the reference policy, NOMKSTREAM and (XADD) the position of the ID argument."""
+    LIMIT, the reference policy, NOMKSTREAM, IDMP pid iid / IDMPAUTO pid and (XADD) the
+    position of the ID argument."""
 
     __slots__ = (
         "strategy", "maxlen", "minid", "approx", "limit", "limit_given", "policy",
-        "nomkstream", "id_pos", "id_spec", "seq_given",
+        "nomkstream", "id_pos", "id_spec", "seq_given", "idmp_pid", "idmp_iid", "idmp_auto",
     )
 
     def __init__(self) -> None:
@@ -188,16 +244,22 @@ class TrimArgs:
         # XADD's ID: None for `*`; seq_given False for `ms-*`.
         self.id_spec: StreamID | None = None
         self.seq_given = True
+        self.idmp_pid: bytes | None = None  # IDMP pid iid, or IDMPAUTO pid (iid None)
+        self.idmp_iid: bytes | None = None
+        self.idmp_auto = False
 
     @property
     def threshold(self) -> int | StreamID:
         return self.maxlen if self.strategy == MAXLEN else self.minid
 
 
-def parse_trim_args(argv: list[bytes], xadd: bool, max_entries: int) -> TrimArgs:
+def parse_trim_args(argv: list[bytes], xadd: bool, max_entries: int,
+                    replaying: bool = False) -> TrimArgs:
     """Parse XADD's options and ID (whose index goes to `id_pos`) or XTRIM's options,
     checking them in Redis's order and with its texts. `max_entries` is
-    stream-node-max-entries (the default LIMIT of `~` trimming is 100 nodes' worth)."""
+    stream-node-max-entries (the default LIMIT of `~` trimming is 100 nodes' worth).
+    `replaying` (the AOF being loaded: Redis's mustObeyClient) lets IDMP come with an
+    explicit ID, as a propagated XADD IDMP has it."""
     args = TrimArgs()
     argc = len(argv)
     i = 2
@@ -236,6 +298,24 @@ def parse_trim_args(argv: list[bytes], xadd: bool, max_entries: int) -> TrimArgs
             continue
         if xadd and low == b"nomkstream":
             args.nomkstream = True
+        elif xadd and low == b"idmpauto" and more:
+            if args.idmp_pid is not None:
+                raise CommandError(ERR_IDMP_TWICE)
+            if not argv[i + 1]:
+                raise CommandError(ERR_IDMPAUTO_PID)
+            args.idmp_pid = argv[i + 1]
+            args.idmp_auto = True
+            i += 1
+        elif xadd and low == b"idmp" and more >= 2:
+            if args.idmp_pid is not None:
+                raise CommandError(ERR_IDMP_TWICE)
+            if not argv[i + 1]:
+                raise CommandError(ERR_IDMP_PID)
+            if not argv[i + 2]:
+                raise CommandError(ERR_IDMP_IID)
+            args.idmp_pid = argv[i + 1]
+            args.idmp_iid = argv[i + 2]
+            i += 2
         elif (policy := policy_of(opt)) is not None:
             args.policy = policy
         elif xadd:
@@ -243,6 +323,8 @@ def parse_trim_args(argv: list[bytes], xadd: bool, max_entries: int) -> TrimArgs
                 args.id_spec, args.seq_given = parse_xadd_id(opt)
             except InvalidStreamID as exc:
                 raise CommandError(str(exc)) from None
+            if args.idmp_pid is not None and opt != b"*" and not replaying:
+                raise CommandError(ERR_IDMP_AUTO_ID_ONLY)
             break
         else:
             raise CommandError(SYNTAX)
@@ -378,9 +460,10 @@ def delete_with_policy(stream: Stream, entry_id: StreamID, policy: str) -> int:
 
 __all__ = [
     "ACKED", "DELREF", "DEL_DELETED", "DEL_NO_ID", "DEL_REFERENCED", "INVALID_ID_MSG", "KEEPREF",
-    "MAXLEN", "MINID", "Entry", "RefHooks", "TrimArgs", "apply_trim", "delete_with_policy",
-    "format_entries", "format_entry", "lookup_or_create", "lookup_stream", "node_limits",
-    "parse_block_timeout", "parse_count", "parse_del_args", "parse_ll", "parse_loose_id",
+    "MAXLEN", "MINID", "Entry", "ReadBudget", "RefHooks", "TrimArgs", "apply_trim",
+    "delete_with_policy", "format_entries", "format_entry", "lookup_or_create", "lookup_stream",
+    "node_limits", "parse_block_timeout", "parse_budget_value", "parse_count", "parse_del_args",
+    "parse_ll", "parse_loose_id",
     "parse_range", "parse_strict_id", "parse_trim_args", "policy_of", "ref_hooks",
     "register_ref_hooks", "trim_callbacks", "trim_effect_args",
 ]

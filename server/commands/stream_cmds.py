@@ -1,5 +1,7 @@
 """Stream commands: XADD, XLEN, XRANGE, XREVRANGE, XDEL, XDELEX, XTRIM, XSETID (t_stream.c).
-XREAD lives in xread.py and XINFO in xinfo.py; shared parsing in stream_args.py."""
+XREAD lives in xread.py, XINFO in xinfo.py, XCFGSET and XIDMPRECORD in xidmp.py; shared
+parsing in stream_args.py. XADD ... IDMP pid iid / IDMPAUTO pid (Redis 8.6) answers a
+producer's retry with the ID of the entry it already added."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from server.client import Client
 from server.commands import xinfo, xread  # noqa: F401 - register XREAD and XINFO
 from server.commands.stream_args import (
     DEL_DELETED,
+    TrimArgs,
     apply_trim,
     delete_with_policy,
     lookup_or_create,
@@ -22,9 +25,11 @@ from server.commands.stream_args import (
     read_stream,
     trim_effect_args,
 )
+from server.commands.xidmp import expire_records, track
 from server.dispatch import command
 from server.errors import NO_SUCH_KEY, SYNTAX, CommandError, WrongTypeError, wrong_arity
 from server.parsing import eq
+from storage.idmp_hash import IdmpHashUnavailable, auto_iid
 from storage.stream import MSG_EXHAUSTED, MSG_ID_ZERO, Stream, StreamError
 from storage.stream_id import MAX_ID, format_id
 
@@ -42,6 +47,7 @@ ERR_SETID_ENTRIES_ADDED = (
     "ERR The entries_added specified in XSETID is smaller than the target stream length"
 )
 ERR_ENTRIES_ADDED_NEGATIVE = "ERR entries_added must be positive"
+ERR_IDMP_HASH = "ERR Failed to create idempotency hash"
 
 
 class _MsText:
@@ -108,7 +114,7 @@ def xadd(client: Client, argv: list[bytes]) -> object:
             server.notify(notify.STREAM, b"xadd", key, db.id)
         return id_bytes
     max_bytes, max_entries = node_limits(client)
-    args = parse_trim_args(argv, True, max_entries)
+    args = parse_trim_args(argv, True, max_entries, client.server.loading)
     field_pos = args.id_pos + 1
     nfields = len(argv) - field_pos
     if nfields < 2 or nfields & 1:
@@ -123,9 +129,19 @@ def xadd(client: Client, argv: list[bytes]) -> object:
             return None
     else:
         stream = lookup_or_create(client, key)
+    fields = argv[field_pos:]
+    idmp = None
+    if args.idmp_pid is not None:
+        idmp = _idmp_key(args, fields)
+        expire_records(client, stream)
+        found = stream.idmp.duplicate(*idmp)
+        if found is not None:
+            # A retry: the original entry's ID, nothing added. Redis counts it a change and
+            # propagates the command as it came (the replay finds the same record).
+            client.server.propagate(client.db, list(argv))
+            return format_id(found)
     if stream.last_id == MAX_ID:
         raise CommandError(MSG_EXHAUSTED)
-    fields = argv[field_pos:]
     # (only * takes the command's time: an explicit ID, as every XADD the AOF replays, needs none)
     now_ms = client.server.command_time_ns // 1_000_000 if id_spec is None else None
     try:
@@ -135,15 +151,33 @@ def xadd(client: Client, argv: list[bytes]) -> object:
     id_bytes = format_id(new_id)
     server = client.server
     db = client.db
+    head = [b"XADD", key]
+    if idmp is not None:
+        stream.idmp.record(idmp[0], idmp[1], new_id)
+        track(client, key)
+        # Replayed with the ID it got (the AOF may give IDMP an explicit ID).
+        head += ([b"IDMPAUTO", args.idmp_pid] if args.idmp_auto
+                 else [b"IDMP", args.idmp_pid, args.idmp_iid])
     server.notify(notify.STREAM, b"xadd", key, db.id)
     if args.strategy is None:
-        server.propagate(db, [b"XADD", key, id_bytes, *fields])
+        server.propagate(db, [*head, id_bytes, *fields])
     else:
         if apply_trim(stream, args):
             server.notify(notify.STREAM, b"xtrim", key, db.id)
-        server.propagate(db, [b"XADD", key, *trim_effect_args(stream, args), id_bytes, *fields])
+        server.propagate(db, [*head, *trim_effect_args(stream, args), id_bytes, *fields])
     server.key_changed(db, key)  # WATCH, and wakes the clients blocked on the key
     return id_bytes
+
+
+def _idmp_key(args: TrimArgs, fields: list[bytes]) -> tuple[bytes, bytes]:
+    """(pid, iid) of an XADD IDMP / IDMPAUTO: IDMPAUTO's iid is the hash of the pairs."""
+    pid = bytes(args.idmp_pid)  # type: ignore[arg-type]
+    if not args.idmp_auto:
+        return pid, bytes(args.idmp_iid)  # type: ignore[arg-type]
+    try:
+        return pid, auto_iid(fields)
+    except IdmpHashUnavailable:
+        raise CommandError(ERR_IDMP_HASH) from None
 
 
 @command("xlen", 2, "readonly fast", keys=(1, 1, 1), categories=f"{_R} @fast",

@@ -16,6 +16,7 @@ from server.commands.stream_args import (
     parse_ll,
     read_stream,
 )
+from server.commands.xidmp import expire_records
 from server.dispatch import command, container
 from server.errors import NO_SUCH_KEY, CommandError, subcommand_syntax_error
 from server.parsing import eq
@@ -67,6 +68,15 @@ def xinfo_stream(client: Client, argv: list[bytes]) -> object:
         b"entries-added": stream.entries_added,
         b"recorded-first-entry-id": format_id(stream.first_id),
     }
+    # Redis 8.6: the idempotent-production limits and counters (expired records dropped first).
+    expire_records(client, stream)
+    idmp = stream.idmp
+    info[b"idmp-duration"] = idmp.duration
+    info[b"idmp-maxsize"] = idmp.maxsize
+    info[b"pids-tracked"] = idmp.pids_tracked
+    info[b"iids-tracked"] = idmp.iids_tracked
+    info[b"iids-added"] = idmp.iids_added
+    info[b"iids-duplicates"] = idmp.iids_duplicates
     if not full:
         info[b"groups"] = len(stream.cgroups) if stream.cgroups is not None else 0
         first = stream.range(MIN_ID, MAX_ID, 1)

@@ -102,6 +102,7 @@ def full_groups(client: Client, stream: Stream, count: int) -> list:
             b"entries-read": _entries_read(g),
             b"lag": group_lag(stream, g),
             b"pel-count": len(g.pel),
+            b"nacked-count": len(g.nacked),  # Redis 8.8: entries released by XNACK
             b"pending": pel,
             b"consumers": consumers,
         })

@@ -2,7 +2,8 @@
 
 Without a range: the summary [count, smallest ID, largest ID, [[consumer, count]...]]
 (nil, nil, nil when nothing is pending; the per-consumer counts are bulk strings, as Redis
-writes them). With a range: [ID, consumer, idle ms, deliveries] for each pending entry.
+writes them). With a range: [ID, consumer, idle ms, deliveries] for each pending entry;
+an entry released by XNACK shows the consumer "" and the idle time -1.
 """
 
 from __future__ import annotations
@@ -52,8 +53,10 @@ def xpending(client: Client, argv: list[bytes]) -> object:
         if consumer is None:
             return []
     now = now_ms()
+    # An entry released by XNACK has no owner: "" and an idle time of -1 (Redis 8.8).
     return [
-        [format_id(eid), nack.consumer.name, max(now - nack.delivery_time, 0),  # type: ignore[union-attr]
-         nack.delivery_count]
+        [format_id(eid), nack.consumer.name, max(now - nack.delivery_time, 0),
+         nack.delivery_count] if nack.consumer is not None
+        else [format_id(eid), b"", -1, nack.delivery_count]
         for eid, nack in group.pending_range(start, end, count, consumer, now, min_idle)
     ]

@@ -1,4 +1,6 @@
-"""XREAD [COUNT n] [BLOCK ms] STREAMS key... id... (xreadCommand without the group part).
+"""XREAD [COUNT n] [MAXCOUNT n] [MAXSIZE bytes] [BLOCK ms] STREAMS key... id...
+(xreadCommand without the group part). MAXCOUNT and MAXSIZE (Redis 8.10) bound the reply
+across all its streams (stream_args.ReadBudget).
 
 A read that finds nothing and has BLOCK returns a BlockRequest: the client waits in
 server.blocking until one of the keys is signalled, then this handler is re-run with `$`
@@ -14,8 +16,10 @@ from protocol.encoder import NULL_ARRAY, Raw, encode
 from server.blocking import BlockRequest
 from server.client import Client
 from server.commands.stream_args import (
+    ReadBudget,
     note_read,
     parse_block_timeout,
+    parse_budget_value,
     parse_count,
     parse_strict_id,
     read_stream,
@@ -39,22 +43,30 @@ ERR_GT_ID = (
 )
 
 
-def _parse_options(argv: list[bytes]) -> tuple[int, int, int]:
-    """(timeout ms or -1 without BLOCK, count (0 = no limit), index of the first key)."""
+def _parse_options(argv: list[bytes]) -> tuple[int, int, int, ReadBudget]:
+    """(timeout ms or -1 without BLOCK, count (0 = no limit), index of the first key,
+    MAXCOUNT / MAXSIZE)."""
     timeout = -1
     count = 0
+    budget = ReadBudget()
     argc = len(argv)
     i = 1
     while i < argc:
-        opt = argv[i].lower() if len(argv[i]) <= 7 else b""
+        opt = argv[i].lower() if len(argv[i]) <= 8 else b""
         more = argc - 1 - i
         if opt == b"streams" and more:
             if (argc - i - 1) % 2:
                 raise CommandError(ERR_UNBALANCED)
-            return timeout, count, i + 1
+            return timeout, count, i + 1, budget
         if opt == b"count" and more:
             i += 1
             count = parse_count(argv[i])
+        elif opt == b"maxcount" and more:
+            i += 1
+            budget.maxcount = parse_budget_value(argv[i])
+        elif opt == b"maxsize" and more:
+            i += 1
+            budget.maxsize = parse_budget_value(argv[i])
         elif opt == b"block" and more:
             i += 1
             timeout = parse_block_timeout(argv[i], time.time_ns() // 1_000_000)
@@ -111,7 +123,7 @@ def stream_map_reply(client: Client, served: list[tuple[bytes, list]]) -> object
          group="stream", key_keyword="STREAMS")
 def xread(client: Client, argv: list[bytes]) -> object:
     refuse_block_in_script(client, argv)
-    timeout, count, first_key = _parse_options(argv)
+    timeout, count, first_key, budget = _parse_options(argv)
     nkeys = (len(argv) - first_key) // 2
     keys = argv[first_key:first_key + nkeys]
     id_args = argv[first_key + nkeys:]
@@ -124,8 +136,13 @@ def xread(client: Client, argv: list[bytes]) -> object:
     served: list[tuple[bytes, list]] = []
     for key, stream, gt in zip(keys, streams, after, strict=True):
         note_read(client, stream is not None, key)  # Redis looks each key up again to serve it
-        if stream is not None and stream.length:
-            entries = read_after(stream, gt, count)
+        if stream is not None and stream.length and not budget.spent():
+            entries = read_after(stream, gt, budget.count_limit(count))
+            if budget.limited:
+                kept = 0
+                while kept < len(entries) and budget.accept(entries[kept][1]):
+                    kept += 1
+                del entries[kept:]
             if entries:
                 served.append((key, entries))
     if served:

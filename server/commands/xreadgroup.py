@@ -1,5 +1,7 @@
-"""XREADGROUP GROUP group consumer [COUNT n] [BLOCK ms] [CLAIM min-idle-time] [NOACK]
-STREAMS key... id... (the group half of t_stream.c's xreadCommand, Redis 8.4).
+"""XREADGROUP GROUP group consumer [COUNT n] [MAXCOUNT n] [MAXSIZE bytes] [BLOCK ms]
+[CLAIM min-idle-time] [NOACK] STREAMS key... id... (the group half of t_stream.c's
+xreadCommand, Redis 8.10). MAXCOUNT and MAXSIZE bound the reply across all its streams
+(stream_args.ReadBudget); an entry they leave out is not delivered (nor claimed).
 
 Per stream, the ID `>` serves entries never delivered to the group (each becomes pending
 for the consumer unless NOACK) and an explicit ID serves the consumer's own history (its
@@ -18,6 +20,7 @@ for a consumer created here.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from protocol.encoder import NULL_ARRAY
 from server.blocking import BlockRequest
@@ -31,7 +34,9 @@ from server.commands.group_common import (
     propagate_xclaim,
 )
 from server.commands.stream_args import (
+    ReadBudget,
     parse_block_timeout,
+    parse_budget_value,
     parse_count,
     parse_strict_id,
     read_stream,
@@ -64,7 +69,8 @@ _NOGROUP_SUFFIX = " in XREADGROUP with GROUP option"
 
 
 class _Options:
-    __slots__ = ("timeout", "count", "first_key", "group", "consumer", "noack", "min_idle")
+    __slots__ = ("timeout", "count", "first_key", "group", "consumer", "noack", "min_idle",
+                 "budget")
 
     def __init__(self) -> None:
         self.timeout = -1  # no BLOCK
@@ -74,6 +80,7 @@ class _Options:
         self.consumer = b""
         self.noack = False
         self.min_idle = -1  # no CLAIM
+        self.budget = ReadBudget()  # MAXCOUNT / MAXSIZE
 
 
 def _parse_options(argv: list[bytes]) -> _Options:
@@ -90,6 +97,12 @@ def _parse_options(argv: list[bytes]) -> _Options:
         elif eq(opt, b"count") and more:
             i += 1
             opts.count = parse_count(argv[i])
+        elif eq(opt, b"maxcount") and more:
+            i += 1
+            opts.budget.maxcount = parse_budget_value(argv[i])
+        elif eq(opt, b"maxsize") and more:
+            i += 1
+            opts.budget.maxsize = parse_budget_value(argv[i])
         elif eq(opt, b"streams") and more:
             if (argc - i - 1) % 2:
                 raise CommandError(ERR_UNBALANCED)
@@ -161,15 +174,19 @@ def xreadgroup(client: Client, argv: list[bytes]) -> object:
     keys = argv[first_key:first_key + nkeys]
     targets = _resolve(client, keys, argv[first_key + nkeys:], opts.group)
     now = now_ms()
-    count = opts.count
     min_idle = opts.min_idle
     claim = min_idle >= 0
+    budget = opts.budget
+    accept = budget.accept if budget.limited else None
     served: list[tuple[bytes, list]] = []
     for key, (stream, group, gt) in zip(keys, targets, strict=True):
         consumer = get_consumer(client, key, group, opts.consumer, now)
         consumer.seen_time = now
+        if budget.spent():
+            continue
+        count = budget.count_limit(opts.count)
         if gt != _NEW:  # the consumer's history; CLAIM does not apply
-            history = group.read_history(stream, consumer, incr_id(gt), count, now)
+            history = group.read_history(stream, consumer, incr_id(gt), count, now, accept)
             served.append((key, [[format_id(eid), fields if fields is not None else NULL_ARRAY]
                                  for eid, fields in history]))
             # Redis logs nothing for a history read, so a replayed AOF would show these
@@ -186,12 +203,13 @@ def xreadgroup(client: Client, argv: list[bytes]) -> object:
         entries: list[list[object]] = []
         if claim:
             for eid, fields, idle, before, nack in group.claim_idle(
-                    stream, consumer, now, min_idle, count):
+                    stream, consumer, now, min_idle, count, accept):
                 entries.append([format_id(eid), fields, idle, before])
                 propagate_xclaim(client, key, group, eid, nack, changes=0)
         if new and (not count or len(entries) < count):
             entries.extend(_deliver_new(client, key, stream, group, consumer, now,
-                                        count - len(entries) if count else 0, opts.noack, claim))
+                                        count - len(entries) if count else 0, opts.noack, claim,
+                                        accept))
         if entries:
             client.server.dirty += 1  # one change per stream served, however many entries
         served.append((key, entries))
@@ -207,11 +225,18 @@ def xreadgroup(client: Client, argv: list[bytes]) -> object:
 
 def _deliver_new(client: Client, key: bytes, stream: Stream, group: ConsumerGroup,
                  consumer: Consumer, now: int, count: int, noack: bool,
-                 claim: bool) -> list[list[object]]:
-    """Serve the entries after the group's last ID (streamReplyWithRange with a group)."""
+                 claim: bool, accept: Callable[[list[bytes] | None], bool] | None = None,
+                 ) -> list[list[object]]:
+    """Serve the entries after the group's last ID (streamReplyWithRange with a group); with
+    ``accept`` (MAXSIZE), only those it takes."""
     start = group.last_id
     # Collected first (COUNT entries decoded, no more): delivering edits only the group.
     entries = stream.range(incr_id(start), MAX_ID, count)
+    if accept is not None:
+        kept = 0
+        while kept < len(entries) and accept(entries[kept][1]):
+            kept += 1
+        del entries[kept:]
     if not entries:
         return []
     ids = [eid for eid, _ in entries]

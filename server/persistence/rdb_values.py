@@ -180,7 +180,7 @@ def _stream_id(r: Reader) -> StreamID:
     return (ms, seq)
 
 
-def _read_stream(r: Reader, kind: int) -> Stream:
+def _read_stream(r: Reader, kind: int, released_ok: bool = False) -> Stream:
     nodes = []
     for _ in range(r.count("stream node")):
         key = r.string()
@@ -202,11 +202,13 @@ def _read_stream(r: Reader, kind: int) -> Stream:
     if entries_added < length:
         raise RdbFormatError("stream entries-added below its length")
     for _ in range(r.count("consumer group")):
-        _read_group(r, stream, kind)
+        _read_group(r, stream, kind, released_ok)
     return stream
 
 
-def _read_group(r: Reader, s: Stream, kind: int) -> None:
+def _read_group(r: Reader, s: Stream, kind: int, released_ok: bool = False) -> None:
+    """One consumer group. A pending entry that no consumer owns is corrupt in a file; in a
+    copy (released_ok) it is one released by XNACK, and joins the group's NACK zone."""
     name = r.string()
     last_id = _stream_id(r)
     if kind >= TYPE_STREAM_LISTPACKS_2:
@@ -246,12 +248,17 @@ def _read_group(r: Reader, s: Stream, kind: int) -> None:
             delivery_time, delivery_count = pending[key]
             group.add_pending(s, key_to_id(key), consumer, delivery_time, delivery_count)
     if len(owned) != len(pending):
-        raise r.fail("pending entry without a consumer")
+        if not released_ok:
+            raise r.fail("pending entry without a consumer")
+        for key, (_time, delivery_count) in pending.items():
+            if key not in owned:
+                group.add_released(s, key_to_id(key), delivery_count)
 
 
 def clone_stream(stream: Stream) -> Stream:
     """A deep copy of a stream, consumer groups included (COPY, streamDup): encoded and read
-    back, which rebuilds the groups' shared pending entries."""
+    back, which rebuilds the groups' shared pending entries. Entries released by XNACK come
+    back in the NACK zone in ID order (COPY puts the zone's order back: copy_nack_order)."""
     sink = Sink()
     _write_stream(sink, stream, TYPE_STREAM_LISTPACKS_3)
-    return _read_stream(Reader(bytes(sink.buf)), TYPE_STREAM_LISTPACKS_3)
+    return _read_stream(Reader(bytes(sink.buf)), TYPE_STREAM_LISTPACKS_3, released_ok=True)

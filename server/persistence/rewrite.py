@@ -4,9 +4,12 @@ rewriteAppendOnlyFile writes it.
 - a string: SET key value; a stream: one XADD per live entry with its ID, then
   XSETID key last-id ENTRIESADDED n MAXDELETEDID id (an empty stream is created with
   XADD key MAXLEN 0 0-1 x y first, which XSETID then resets), then its groups;
-- each consumer group: XGROUP CREATE key group last-id ENTRIESREAD n, one
-  XCLAIM key group consumer 0 id TIME ms RETRYCOUNT n JUSTID FORCE per pending entry, and
-  XGROUP CREATECONSUMER for consumers with nothing pending (see group_rewrite.py);
+- each consumer group: XGROUP CREATE key group last-id ENTRIESREAD n, XNACK ... FORCE for
+  the entries released by XNACK, one XCLAIM key group consumer 0 id TIME ms RETRYCOUNT n
+  JUSTID FORCE per owned pending entry, and XGROUP CREATECONSUMER for consumers with
+  nothing pending (see group_rewrite.py);
+- the stream's IDMP state: XCFGSET key IDMP-DURATION s IDMP-MAXSIZE n when not the
+  defaults, XIDMPRECORD key pid iid id per record (Redis 8.6);
 - a key with a time to live: PEXPIREAT key ms.
 
 With aof-use-rdb-preamble yes (the default) the base is an RDB file instead (rdb_writer.py),
@@ -26,6 +29,7 @@ from server.persistence.rdb_writer import write_rdb
 from storage.keyspace import Database, StringValue
 from storage.stream import Stream
 from storage.stream_id import MAX_ID, MIN_ID, format_counter, format_id
+from storage.stream_idmp import DEFAULTS as IDMP_DEFAULTS
 
 _FLUSH_AT = 1 << 16
 
@@ -55,6 +59,7 @@ def stream_commands(key: bytes, s: Stream) -> Iterator[list[bytes]]:
              b"MAXDELETEDID", format_id(s.max_deleted_entry_id)]
     yield setid
     yield from group_commands(key, s)
+    yield from idmp_commands(key, s)
     if ghosts:
         # Ghosts below the first entry (trimmed while pending) go by a trim, which leaves
         # max-deleted-entry-id alone as the original trim did (and XSETID cannot set it back
@@ -67,6 +72,20 @@ def stream_commands(key: bytes, s: Stream) -> Iterator[list[bytes]]:
         if len(below) < len(ghosts):
             yield [b"XDEL", key, *(format_id(g) for g in ghosts[len(below):])]
         yield setid
+
+
+def idmp_commands(key: bytes, s: Stream) -> Iterator[list[bytes]]:
+    """The stream's IDMP state, as Redis's rewriteStreamObject writes it: XCFGSET when its
+    limits differ from the server's defaults, then XIDMPRECORD per record whose entry is
+    still in the stream (XIDMPRECORD refuses the others). iids-added and iids-duplicates are
+    not carried over: the replayed XIDMPRECORDs count as added, as in Redis."""
+    idmp = s.idmp
+    if idmp.duration != IDMP_DEFAULTS["duration"] or idmp.maxsize != IDMP_DEFAULTS["maxsize"]:
+        yield [b"XCFGSET", key, b"IDMP-DURATION", b"%d" % idmp.duration,
+               b"IDMP-MAXSIZE", b"%d" % idmp.maxsize]
+    for pid, iid, entry_id in idmp.records():
+        if s.get(entry_id) is not None:
+            yield [b"XIDMPRECORD", key, pid, iid, format_id(entry_id)]
 
 
 def key_commands(key: bytes, value: object, expire: int | None) -> Iterator[list[bytes]]:

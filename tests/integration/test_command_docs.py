@@ -208,8 +208,8 @@ def test_docs_reply_shape(conn: Conn) -> None:
     assert doc["history"][0] == ["6.2.0", "Added the `NOMKSTREAM` option, `MINID` trimming "
                                           "strategy and the `LIMIT` option."]
     args = doc["arguments"]
-    assert [a["name"] for a in args] == ["key", "nomkstream", "condition", "trim", "id-selector",
-                                         "data"]
+    assert [a["name"] for a in args] == ["key", "nomkstream", "condition", "idempotency", "trim",
+                                         "id-selector", "data"]
     key, nomkstream, condition = args[:3]
     assert list(key) == ["name", "type", "display_text", "key_spec_index"]
     assert key == {"name": "key", "type": "key", "display_text": "key", "key_spec_index": 0}
@@ -219,8 +219,8 @@ def test_docs_reply_shape(conn: Conn) -> None:
     assert list(condition) == ["name", "type", "flags", "arguments"]  # no display_text
     assert [(a["token"], a["display_text"]) for a in condition["arguments"]] == [
         ("KEEPREF", "keepref"), ("DELREF", "delref"), ("ACKED", "acked")]
-    assert args[5]["flags"] == ["multiple"]
-    assert [a["name"] for a in args[5]["arguments"]] == ["field", "value"]
+    assert args[6]["flags"] == ["multiple"]
+    assert [a["name"] for a in args[6]["arguments"]] == ["field", "value"]
 
 
 @ours_only
@@ -234,7 +234,7 @@ def test_docs_of_stream_8x_commands(conn: Conn) -> None:
         assert ids["token"] == "IDS" and ids["type"] == "block"
         assert [(a["name"], a["type"], a.get("flags")) for a in ids["arguments"]] == [
             ("numids", "integer", None), ("id", "string", ["multiple"])]
-    claim = docs["xreadgroup"]["arguments"][3]
+    claim = docs["xreadgroup"]["arguments"][5]
     assert claim == {"name": "min-idle-time", "type": "integer", "display_text": "min-idle-time",
                      "token": "CLAIM", "flags": ["optional"]}
     trim = docs["xtrim"]["arguments"][1]["arguments"]
@@ -317,9 +317,10 @@ V7_RENAMES: dict[str, dict[tuple[str, str], str]] = {
 }
 # Arguments Redis added after 7.0 (paths of names from the command's argument list).
 V8_ADDED: dict[str, list[tuple[str, ...]]] = {
-    "xadd": [("condition",)],  # 8.2 KEEPREF | DELREF | ACKED
+    "xadd": [("condition",), ("idempotency",)],  # 8.2 KEEPREF | DELREF | ACKED, 8.6 IDMP
     "xtrim": [("trim", "condition")],  # 8.2
-    "xreadgroup": [("min-idle-time",)],  # 8.4 CLAIM
+    "xreadgroup": [("min-idle-time",), ("maxcount",), ("maxsize",)],  # 8.4 CLAIM, 8.10
+    "xread": [("maxcount",), ("maxsize",)],  # 8.10 MAXCOUNT, MAXSIZE
     "client|kill": [("filter", "new-format", "maxage")],  # 8.0 MAXAGE
 }
 
@@ -654,10 +655,10 @@ def test_redis_cli_hints_from_our_docs(ours: ServerProcess, redis_ref: ServerPro
     assert cli_hint(redis_ref.port, "XADD mystream ") == xadd_70
     # ...and ours with the 8.2 option, built from our COMMAND DOCS.
     assert cli_hint(ours.port, "XADD mystream ") == xadd_70.replace(
-        "[NOMKSTREAM] ", "[NOMKSTREAM] [KEEPREF|DELREF|ACKED] ")
+        "[NOMKSTREAM] ", "[NOMKSTREAM] [KEEPREF|DELREF|ACKED] [IDMPAUTO pid|IDMP pid iid] ")
     assert cli_hint(ours.port, "XREADGROUP ") == (
-        "GROUP group consumer [COUNT count] [BLOCK milliseconds] [CLAIM min-idle-time] [NOACK] "
-        "STREAMS key [key ...] id [id ...]")
+        "GROUP group consumer [COUNT count] [MAXCOUNT maxcount] [MAXSIZE maxsize] "
+        "[BLOCK milliseconds] [CLAIM min-idle-time] [NOACK] STREAMS key [key ...] id [id ...]")
     assert cli_hint(ours.port, "XDELEX s ") == "[KEEPREF|DELREF|ACKED] IDS numids id [id ...]"
     assert cli_hint(ours.port, "XRANGE s ") == cli_hint(redis_ref.port, "XRANGE s ")
 

@@ -119,7 +119,7 @@ def test_hello_3_switches_to_resp3(c: Conn) -> None:
 
 @ours_only
 def test_hello_reports_redis_8_version(c: Conn) -> None:
-    assert b"$7\r\nversion\r\n$5\r\n8.4.0\r\n" in c.call("HELLO")
+    assert b"$7\r\nversion\r\n$6\r\n8.10.0\r\n" in c.call("HELLO")
 
 
 def test_hello_errors(c: Conn) -> None:

@@ -203,7 +203,9 @@ CALLS = [
     "return redis.call('xread','count','1','streams','st','0')",
     "return redis.call('xread','streams','nost','0')",
     "return type(redis.call('xread','streams','nost','0'))",
-    "return redis.call('xinfo','stream','st')", "return type(redis.call('xinfo','stream','st'))",
+    # (the whole XINFO STREAM reply has Redis 8.6's IDMP fields, which 7.0 lacks)
+    "local r = redis.call('xinfo','stream','st') if r.map then return r.map['last-generated-id'] "
+    "end return r[8]", "return type(redis.call('xinfo','stream','st'))",
     "local r = redis.call('xinfo','stream','st') return r.map and 'map' or 'array'",
     "local r = redis.call('xinfo','stream','st') return r.map and r.map['length'] or r[2]",
     "return redis.call('xinfo','groups','st')", "return redis.call('xpending','st','g')",

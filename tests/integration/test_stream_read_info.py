@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import redis
 
-from tests.helpers import ServerProcess
+from tests.helpers import TARGET, ServerProcess
 from tests.integration.stream_helpers import BAD_ID, U64, WRONGTYPE, redis8
 from tests.integration.stream_helpers import err as error_of
 from tests.resp import RawConn
@@ -124,36 +124,47 @@ def test_xread_unbalanced(data: redis.Redis) -> None:
 
 
 # -- XINFO ---------------------------------------------------------------------------------------
+# Redis 8.6's IDMP fields, after recorded-first-entry-id (Debian's 7.0 has none)
+IDMP = ([b"idmp-duration", 100, b"idmp-maxsize", 100, b"pids-tracked", 0, b"iids-tracked", 0,
+         b"iids-added", 0, b"iids-duplicates", 0] if TARGET != "redis" else [])
+IDMP_RAW = (b"$13\r\nidmp-duration\r\n:100\r\n$12\r\nidmp-maxsize\r\n:100\r\n"
+            b"$12\r\npids-tracked\r\n:0\r\n$12\r\niids-tracked\r\n:0\r\n"
+            b"$10\r\niids-added\r\n:0\r\n$15\r\niids-duplicates\r\n:0\r\n"
+            if TARGET != "redis" else b"")
+GROUPS_AT = 15 + len(IDMP)  # the index of FULL's entries
+
+
 def test_xinfo_stream(data: redis.Redis, raw: RawConn) -> None:
     data.execute_command("XDEL", "a", "1-0")
     assert raw.value("XINFO", "STREAM", "a") == [
         b"length", 2, b"radix-tree-keys", 1, b"radix-tree-nodes", 2,
         b"last-generated-id", b"3-0", b"max-deleted-entry-id", b"1-0",
-        b"entries-added", 3, b"recorded-first-entry-id", b"2-0", b"groups", 0,
+        b"entries-added", 3, b"recorded-first-entry-id", b"2-0", *IDMP, b"groups", 0,
         b"first-entry", entry(2), b"last-entry", entry(3)]
 
 
 def test_xinfo_stream_empty(r: redis.Redis, raw: RawConn) -> None:
     r.execute_command("XADD", "s", "MAXLEN", "0", "7-7", "f", "v")
     assert raw.call("XINFO", "STREAM", "s") == (
-        b"*20\r\n$6\r\nlength\r\n:0\r\n$15\r\nradix-tree-keys\r\n:0\r\n"
+        b"*%d\r\n$6\r\nlength\r\n:0\r\n$15\r\nradix-tree-keys\r\n:0\r\n" % (20 + len(IDMP))
+        +
         b"$16\r\nradix-tree-nodes\r\n:1\r\n$17\r\nlast-generated-id\r\n$3\r\n7-7\r\n"
         b"$20\r\nmax-deleted-entry-id\r\n$3\r\n0-0\r\n$13\r\nentries-added\r\n:1\r\n"
-        b"$23\r\nrecorded-first-entry-id\r\n$3\r\n0-0\r\n$6\r\ngroups\r\n:0\r\n"
+        b"$23\r\nrecorded-first-entry-id\r\n$3\r\n0-0\r\n" + IDMP_RAW + b"$6\r\ngroups\r\n:0\r\n"
         b"$11\r\nfirst-entry\r\n$-1\r\n$10\r\nlast-entry\r\n$-1\r\n")
 
 
 def test_xinfo_stream_full(data: redis.Redis, raw: RawConn) -> None:
     head = [b"length", 3, b"radix-tree-keys", 1, b"radix-tree-nodes", 2,
             b"last-generated-id", b"3-0", b"max-deleted-entry-id", b"0-0",
-            b"entries-added", 3, b"recorded-first-entry-id", b"1-0"]
+            b"entries-added", 3, b"recorded-first-entry-id", b"1-0", *IDMP]
     assert raw.value("XINFO", "STREAM", "a", "FULL") == [
         *head, b"entries", [entry(1), entry(2), entry(3)], b"groups", []]
     assert raw.value("XINFO", "STREAM", "a", "full", "count", "2") == [
         *head, b"entries", [entry(1), entry(2)], b"groups", []]
     assert raw.value("XINFO", "STREAM", "a", "FULL", "COUNT", "0") == [
         *head, b"entries", [entry(1), entry(2), entry(3)], b"groups", []]
-    assert raw.value("XINFO", "STREAM", "a", "FULL", "COUNT", "-1")[15] == [
+    assert raw.value("XINFO", "STREAM", "a", "FULL", "COUNT", "-1")[GROUPS_AT] == [
         entry(1), entry(2), entry(3)]
 
 
@@ -161,20 +172,22 @@ def test_xinfo_full_count_default_is_ten(r: redis.Redis, raw: RawConn) -> None:
     for i in range(1, 16):
         r.execute_command("XADD", "s", f"{i}-0", "n", str(i))
     reply = raw.value("XINFO", "STREAM", "s", "FULL")
-    assert reply[15] == [entry(i) for i in range(1, 11)]
+    assert reply[GROUPS_AT] == [entry(i) for i in range(1, 11)]
     for count in ("-1", "-100"):  # a negative COUNT is the default too, as in Redis
-        assert raw.value("XINFO", "STREAM", "s", "FULL", "COUNT", count)[15] == reply[15]
-    assert len(raw.value("XINFO", "STREAM", "s", "FULL", "COUNT", "0")[15]) == 15
+        got = raw.value("XINFO", "STREAM", "s", "FULL", "COUNT", count)
+        assert got[GROUPS_AT] == reply[GROUPS_AT]
+    assert len(raw.value("XINFO", "STREAM", "s", "FULL", "COUNT", "0")[GROUPS_AT]) == 15
 
 
 def test_xinfo_resp3(data: redis.Redis, raw: RawConn) -> None:
     raw.call("HELLO", "3")
     reply = raw.call("XINFO", "STREAM", "b")
-    assert reply.startswith(b"%10\r\n$6\r\nlength\r\n:1\r\n")
+    assert reply.startswith(b"%%%d\r\n$6\r\nlength\r\n:1\r\n" % (10 + len(IDMP) // 2))
     assert reply.endswith(b"$10\r\nlast-entry\r\n*2\r\n$3\r\n5-0\r\n"
                           b"*4\r\n$1\r\nx\r\n$1\r\ny\r\n$1\r\nz\r\n$1\r\nw\r\n")
     full = raw.call("XINFO", "STREAM", "b", "FULL")
-    assert full.startswith(b"%9\r\n") and full.endswith(b"$6\r\ngroups\r\n*0\r\n")
+    assert full.startswith(b"%%%d\r\n" % (9 + len(IDMP) // 2))
+    assert full.endswith(b"$6\r\ngroups\r\n*0\r\n")
 
 
 @pytest.mark.parametrize(("args", "message"), [
