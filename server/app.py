@@ -19,6 +19,7 @@ from server.core import ServerCore
 from server.eviction import Evictor
 from server.log import Logger
 from server.pubsub import PubSub
+from server.replication import service as replication
 from server.tracking import Tracking
 from server.version import VERSION
 from storage.stream_idmp import set_defaults
@@ -35,6 +36,7 @@ class Server(ServerCore):
         self.acl = AccessControl(self)  # users, the permission check, the ACL log
         self.acl_log = self.acl.log
         self.evictor = Evictor(self)
+        self.replication = replication.attach(self)
         config.on_change("maxmemory-policy", self.evictor.set_policy)
         # A new stream's IDMP limits follow the config; its expired IDMP records go on the cron.
         set_defaults(config["stream-idmp-duration"], config["stream-idmp-maxsize"])

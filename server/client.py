@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from server.app import Server
     from server.blocking import BlockState
     from server.pubsub import Subscriptions
+    from server.replication.primary import ReplicaLink
     from server.tracking import TrackingState
     from storage.keyspace import Database
 
@@ -45,6 +46,7 @@ class Client:
         "monitor", "no_evict", "no_touch", "pending_write", "argv_bytes", "user",
         "obl_soft_since", "pending_cmds", "aof_woff", "block_exec_us", "subs", "subscribed",
         "checked_path", "acl_checked", "waiting_pushes", "tracking", "scripted", "unix_socket",
+        "repl", "repl_master",
     )
 
     def __init__(self, client_id: int, server: Server, sink: ClientSink | None,
@@ -107,6 +109,9 @@ class Client:
         self.waiting_pushes: list[bytes] = []  # see REPLY_PUSHES_WAITING
         self.tracking: TrackingState | None = None  # CLIENT TRACKING (server/tracking.py)
         self.scripted = False  # the client Lua scripts run their commands as (CLIENT_SCRIPT)
+        # A replica's link, once it sent REPLCONF or PSYNC (server/replication/primary.py).
+        self.repl: ReplicaLink | None = None
+        self.repl_master = False  # the client a replica runs its primary's stream as
 
     def refresh_checked_path(self) -> None:
         """To be called when no_touch, subscribed, tracking or the user's rules change.
@@ -158,6 +163,10 @@ class Client:
     def flags_text(self) -> str:
         """CLIENT LIST's flags, in the order Redis writes them."""
         flags = "O" if self.monitor else ""
+        if self.repl is not None and self.repl.state:
+            flags += "S"
+        if self.repl_master:
+            flags += "M"
         if self.subscribed:
             flags += "P"
         if self.multi is not None:

@@ -10,7 +10,12 @@ from server.errors import client_text
 
 
 def client_type(client: Client) -> bytes:
-    """getClientType: "pubsub" in Pub/Sub mode, else "normal" (no replicas or masters here)."""
+    """getClientType: the client a replica runs its primary's stream as ("master"), a
+    replica's connection ("slave"), one in Pub/Sub mode ("pubsub"), or "normal"."""
+    if client.repl_master:
+        return b"master"
+    if client.repl is not None and client.repl.state:
+        return b"slave"
     return b"pubsub" if client.subscribed else b"normal"
 
 

@@ -103,6 +103,20 @@ def _string(text: str) -> str:
     return text
 
 
+def _replicaof(text: str) -> tuple[str, int] | None:
+    """'host port' (a replica of that primary), or 'no one' / '' (a primary)."""
+    words = text.split()
+    if not words or [w.lower() for w in words] == ["no", "one"]:
+        return None
+    if len(words) != 2:
+        raise ConfigError("wrong number of arguments")
+    return words[0], _int_range(0, 65535)(words[1])
+
+
+def _render_replicaof(value: tuple[str, int] | None) -> str:
+    return "" if value is None else f"{value[0]} {value[1]}"
+
+
 def _notify_flags(text: str) -> int:
     return notify.parse_flags(text)
 
@@ -304,6 +318,36 @@ OPTIONS: list[OptionSpec] = [
                render=_render_percentiles),
     OptionSpec("tracking-table-max-keys", 1000000, _int_range(0, _MAX)),
     OptionSpec("notify-keyspace-events", 0, _notify_flags, render=_render_notify_flags),
+    # Replication (server/replication). replicaof changes with REPLICAOF, not CONFIG SET.
+    OptionSpec("replicaof", None, _replicaof, mutable=False, render=_render_replicaof,
+               aliases=("slaveof",)),
+    OptionSpec("masterauth", "", _string),
+    OptionSpec("masteruser", "", _string),
+    OptionSpec("repl-backlog-size", 1024 * 1024, MemoryRange(1, _MAX)),
+    OptionSpec("repl-backlog-ttl", 3600, _int_range(0, 2**31 - 1)),
+    OptionSpec("repl-diskless-sync", True, parse_bool),
+    OptionSpec("repl-diskless-sync-delay", 5, _int_range(0, 2**31 - 1)),
+    OptionSpec("repl-diskless-sync-max-replicas", 0, _int_range(0, 2**31 - 1)),
+    OptionSpec("repl-diskless-load", "disabled", Choice("disabled", "on-empty-db", "swapdb")),
+    OptionSpec("repl-ping-replica-period", 10, _int_range(1, 2**31 - 1),
+               aliases=("repl-ping-slave-period",)),
+    OptionSpec("repl-timeout", 60, _int_range(1, 2**31 - 1)),
+    OptionSpec("repl-disable-tcp-nodelay", False, parse_bool),
+    OptionSpec("min-replicas-to-write", 0, _int_range(0, 2**31 - 1),
+               aliases=("min-slaves-to-write",)),
+    OptionSpec("min-replicas-max-lag", 10, _int_range(0, 2**31 - 1),
+               aliases=("min-slaves-max-lag",)),
+    OptionSpec("replica-read-only", True, parse_bool, aliases=("slave-read-only",)),
+    OptionSpec("replica-serve-stale-data", True, parse_bool,
+               aliases=("slave-serve-stale-data",)),
+    OptionSpec("replica-priority", 100, _int_range(0, 2**31 - 1), aliases=("slave-priority",)),
+    OptionSpec("replica-announced", True, parse_bool),
+    OptionSpec("replica-announce-ip", "", _string, aliases=("slave-announce-ip",)),
+    OptionSpec("replica-announce-port", 0, _int_range(0, 65535),
+               aliases=("slave-announce-port",)),
+    OptionSpec("replica-lazy-flush", False, parse_bool, aliases=("slave-lazy-flush",)),
+    OptionSpec("replica-ignore-maxmemory", True, parse_bool,
+               aliases=("slave-ignore-maxmemory",)),
     OptionSpec("enable-debug-command", "no", Choice("no", "yes", "local"), mutable=False),
     # The SHUTDOWN flags a signal's shutdown takes (0: "default", as plain SHUTDOWN).
     OptionSpec("shutdown-on-sigint", 0, _shutdown_on_signal, render=shutdown_flags.render_option),
@@ -352,6 +396,13 @@ class Config:
             # Only the classes named change, as in Redis (CONFIG SET and file lines alike), so
             # a file's one line per class, as CONFIG REWRITE writes them, adds up.
             value = {**self._values[spec.name], **value}
+        self._values[spec.name] = value
+        for listener in self._listeners.get(spec.name, ()):
+            listener(value)
+
+    def set_internal(self, name: str, value: Any) -> None:
+        """Set a value the server itself decides (REPLICAOF sets replicaof), listeners told."""
+        spec = _BY_NAME[name]
         self._values[spec.name] = value
         for listener in self._listeners.get(spec.name, ()):
             listener(value)

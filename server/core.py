@@ -127,6 +127,9 @@ class ServerCore:
         # commandTimeSnapshot, which XADD's * takes (set by dispatch's call and run_commands).
         self.command_time_ns = time.time_ns()
         self.unix_listening = False  # (the unixsocket file is ours to remove at shutdown)
+        # A replica: keys whose time passed read as missing but stay until the primary's DEL,
+        # and the active expiry cycle does not run (server/replication sets it).
+        self.replica_mode = False
         self.loading = False
         self.persistence: Any = None  # server.persistence manager, when enabled
         self.debug_handlers: dict[str, Callable[[Client, list[bytes]], Any]] = {}
@@ -503,6 +506,12 @@ class ServerCore:
         client.cas_dirty = False
 
     # -- cron ---------------------------------------------------------------------------------
+    def set_replica_mode(self, on: bool) -> None:
+        self.replica_mode = on
+        paused = on or self.pause.mode is not None
+        for db in self.dbs:
+            db.expiry_paused = paused
+
     def _active_expire_cycle(self) -> None:
         """activeExpireCycle over every database, with its statistics and latency event."""
         if not any(db.active_expire_enabled for db in self.dbs):

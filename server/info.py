@@ -19,6 +19,9 @@ from server import command_stats, memory_report
 from server.dispatch import all_specs, commands_processed
 from server.latency_histogram import percentiles_line
 from server.memory_report import rss_bytes  # noqa: F401 - (also read from here: app, stats)
+from server.replication.report import memory_fields as replication_memory
+from server.replication.report import replication_section
+from server.replication.report import stats_fields as replication_stats
 from server.version import VERSION, XSTREAMD_VERSION
 
 if TYPE_CHECKING:
@@ -126,8 +129,8 @@ def _memory(s: Server) -> Fields:
         ("rss_overhead_ratio", "1.00"), ("rss_overhead_bytes", 0),
         ("mem_fragmentation_ratio", "1.00"), ("mem_fragmentation_bytes", 0),
         ("mem_not_counted_for_evict", 0),
-        # No replication, cluster or defragmenter here: what they would hold is nothing.
-        ("mem_replication_backlog", 0), ("mem_total_replication_buffers", 0),
+        # No cluster or defragmenter here: what they would hold is nothing.
+        *replication_memory(s.replication).items(),
         ("mem_clients_slaves", 0), ("mem_clients_normal", mh.clients_normal),
         ("mem_cluster_links", 0), ("mem_aof_buffer", 0), ("mem_allocator", "libc"),
         ("active_defrag_running", 0), ("lazyfree_pending_objects", 0), ("lazyfreed_objects", 0),
@@ -157,18 +160,21 @@ def _stats(s: Server) -> Fields:
     st = s.stats
     processed = commands_processed()  # (a sum over the command table: computed once)
     over_total_ms, over_current_ms = st.over_maxmemory_ms(time.monotonic())
+    repl = replication_stats(s.replication)
     return [
         ("total_connections_received", st.total_connections_received),
         ("total_commands_processed", processed),
         ("instantaneous_ops_per_sec", int(st.instantaneous("ops"))),
         ("total_net_input_bytes", st.net_input_bytes),
         ("total_net_output_bytes", st.net_output_bytes),
-        ("total_net_repl_input_bytes", 0), ("total_net_repl_output_bytes", 0),
+        ("total_net_repl_input_bytes", repl["total_net_repl_input_bytes"]),
+        ("total_net_repl_output_bytes", repl["total_net_repl_output_bytes"]),
         ("instantaneous_input_kbps", f"{st.instantaneous('in') / 1024:.2f}"),
         ("instantaneous_output_kbps", f"{st.instantaneous('out') / 1024:.2f}"),
         ("instantaneous_input_repl_kbps", "0.00"), ("instantaneous_output_repl_kbps", "0.00"),
         ("rejected_connections", st.rejected_connections),
-        ("sync_full", 0), ("sync_partial_ok", 0), ("sync_partial_err", 0),
+        ("sync_full", repl["sync_full"]), ("sync_partial_ok", repl["sync_partial_ok"]),
+        ("sync_partial_err", repl["sync_partial_err"]),
         ("expired_subkeys", 0), ("expired_keys", st.expired_keys),
         ("expired_stale_perc", f"{st.expired_stale_perc * 100:.2f}"),
         ("expired_time_cap_reached_count", st.expire_cycles_stopped_early),
@@ -230,12 +236,7 @@ def _scripts_memory(s: Server) -> Fields:
 
 
 def _replication(s: Server) -> Fields:
-    return [
-        ("role", "master"), ("connected_slaves", 0), ("master_failover_state", "no-failover"),
-        ("master_replid", s.run_id), ("master_replid2", "0" * 40), ("master_repl_offset", 0),
-        ("second_repl_offset", -1), ("repl_backlog_active", 0), ("repl_backlog_size", 1048576),
-        ("repl_backlog_first_byte_offset", 0), ("repl_backlog_histlen", 0),
-    ]
+    return replication_section(s.replication)
 
 
 def _cpu(s: Server) -> Fields:

@@ -75,6 +75,8 @@ class ClientPause:
             server.resume_client(client)  # (its commands run soon, not inside this call)
 
     def _set_expiry_paused(self, paused: bool) -> None:
+        # (a replica never deletes keys whose time passed: its primary's DEL does)
+        paused = paused or self.server.replica_mode
         for db in self.server.dbs:
             db.expiry_paused = paused
 

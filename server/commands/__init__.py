@@ -15,6 +15,7 @@ from server.commands import (  # noqa: F401
     memory_cmds,
     persistence_cmds,
     pubsub_cmds,
+    replication_cmds,
     script_cmds,
     server_admin,
     stream_cmds,

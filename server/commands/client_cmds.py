@@ -28,7 +28,6 @@ def validate_name(name: bytes, what: str) -> None:
         raise CommandError(f"ERR {what} cannot contain spaces, newlines or special characters.")
 
 
-
 @command("client|id", 2, "noscript loading stale", categories=_CAT, since="5.0.0",
          summary="Returns the unique client ID of the connection.", group="connection")
 def client_id(client: Client, argv: list[bytes]) -> object:
@@ -67,7 +66,7 @@ def _check_type(value: bytes) -> bytes:
     kind = value.lower()
     if kind not in _CLIENT_TYPES:
         raise CommandError(f"ERR Unknown client type '{client_text(value)}'")
-    return kind
+    return b"slave" if kind == b"replica" else kind
 
 
 @command("client|list", -2, "admin noscript loading stale", categories=_ADMIN_CAT,

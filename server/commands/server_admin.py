@@ -45,28 +45,6 @@ def time_(client: Client, argv: list[bytes]) -> object:
     return [str(now_us // 1_000_000).encode(), str(now_us % 1_000_000).encode()]
 
 
-@command("role", 1, "noscript loading stale fast", categories="@admin @fast @dangerous",
-         summary="Returns the replication role.", since="2.8.12", group="server")
-def role(client: Client, argv: list[bytes]) -> object:
-    # A master with no replicas: its replication offset (0) and an empty replica list, as
-    # Redis answers without replication (INFO replication says the same).
-    return [b"master", 0, []]
-
-
-@command("wait", 3, "noscript", categories="@slow @connection",
-         summary="Blocks until the asynchronous replication of all preceding write commands "
-         "sent by the connection is completed.", since="3.0.0",
-         tips="request_policy:all_shards response_policy:agg_min")
-def wait(client: Client, argv: list[bytes]) -> object:
-    numreplicas = parse_int(argv[1])
-    timeout_ms = parse_block_timeout(argv[2], time.time_ns() // 1_000_000)
-    if numreplicas <= 0:
-        return 0  # acknowledged by the replicas it asks for: none
-    # No replica will ever acknowledge: wait out the timeout (0 = forever, until CLIENT
-    # UNBLOCK), then answer 0, as Redis does without replicas. Inside MULTI: 0 at once.
-    return BlockRequest([], timeout_ms, argv, 0)
-
-
 @command("waitaof", 4, "blocking", categories="@slow @blocking @connection",
          summary="Blocks until all of the preceding write commands sent by the connection are "
          "written to the append-only file of the master and/or replicas.", since="7.2.0",

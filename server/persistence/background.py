@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from server.persistence.fork import Child, spawn
@@ -42,6 +43,9 @@ class BackgroundJobs:
         self.child_killed = False
         self.rewrite_scheduled = False
         self.bgsave_scheduled = False
+        # Told whether the BGSAVE under way succeeded, once it ends (replication sends the
+        # file to the replicas that waited for it).
+        self.bgsave_listeners: list[Callable[[bool], None]] = []
         # snapshot statistics
         self.lastsave = int(time.time())
         self.last_bgsave_try = 0.0
@@ -107,7 +111,8 @@ class BackgroundJobs:
         return self._growth() >= config["auto-aof-rewrite-percentage"]
 
     # -- children -----------------------------------------------------------------------------
-    def _listen_fds(self) -> list[int]:
+    def listen_fds(self) -> list[int]:
+        """The listening sockets, which a child closes (it must not hold the port)."""
         fds = []
         for listener in self.server.listeners:
             for sock in listener.sockets or ():
@@ -166,7 +171,7 @@ class BackgroundJobs:
 
         try:
             self.child = spawn("aof", work, self._rewrite_done, self.server.loop,
-                               self._listen_fds(), self.log)
+                               self.listen_fds(), self.log)
             self.server.stats.note_fork(self.child.fork_usec, self.server.latency)
         except OSError as exc:
             self._rewrite_failed()
@@ -250,7 +255,7 @@ class BackgroundJobs:
         self.last_bgsave_try = time.monotonic()
         try:
             self.child = spawn("rdb", lambda: save_rdb(path, dbs, libraries, per_key=per_key),
-                               self._bgsave_done, self.server.loop, self._listen_fds(),
+                               self._bgsave_done, self.server.loop, self.listen_fds(),
                                self.log)
             self.server.stats.note_fork(self.child.fork_usec, self.server.latency)
         except OSError as exc:
@@ -266,6 +271,9 @@ class BackgroundJobs:
         assert child is not None
         self.child = None
         self.last_bgsave_secs = int(child.elapsed)
+        listeners, self.bgsave_listeners = self.bgsave_listeners, []
+        for listener in listeners:  # (a full resynchronization waits for this file)
+            listener(code == 0)
         if code == 0:
             self.lastsave = int(time.time())
             self.server.dirty = max(0, self.server.dirty - self.dirty_before_bgsave)

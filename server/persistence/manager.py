@@ -325,6 +325,13 @@ class Persistence:
         self.writer.inject_errno = max(0, parse_int(argv[2]))
         return OK
 
+    def after_replica_load(self) -> None:
+        """A replica loaded its primary's RDB (restartAOFAfterSYNC): the AOF starts again
+        from a rewrite of the new data, its old files being of the old data."""
+        if self.aof_state != OFF:
+            self._set_appendonly(False)
+            self._set_appendonly(True)
+
     # -- configuration ------------------------------------------------------------------------
     def _set_appendonly(self, value: bool) -> None:
         if value and self.aof_state == OFF:
