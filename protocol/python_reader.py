@@ -86,6 +86,14 @@ class RequestReader:
         """Drop everything buffered (the connection closed)."""
         raise NotImplementedError
 
+    def allocated_bytes(self) -> int:
+        """Memory the buffer holds: pending_bytes() and the room around them."""
+        raise NotImplementedError
+
+    def partial_args_bytes(self) -> int:
+        """Bytes of the arguments already read of a command not complete yet."""
+        raise NotImplementedError
+
     # The kept protocol error (see protocol.reader's docstring), None while healthy.
     error: ProtocolError | None
 
@@ -218,6 +226,14 @@ class _RespParser(RequestReader):
         self._bulk = -1
         self._argv = []
         self._refresh_direct_max()
+
+    def allocated_bytes(self) -> int:
+        """The buffer's allocation: the bytes not parsed yet, those parsed and not dropped
+        yet (_compact), and the spare room a growing bytearray keeps."""
+        return self._buf.__alloc__()
+
+    def partial_args_bytes(self) -> int:
+        return sum(map(len, self._argv))
 
     def _fail(self, err: ProtocolError) -> None:
         # The error is kept as a copy that is never raised, and raised as fresh copies

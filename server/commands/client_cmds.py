@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from protocol.encoder import OK, Verbatim
+from server import client_memory
 from server.client import REPLY_OFF, REPLY_SKIP, REPLY_SKIP_NEXT, Client
 from server.dispatch import NO_REPLY, command, container
 from server.errors import SYNTAX, CommandError, client_text, subcommand_syntax_error
@@ -39,25 +40,23 @@ def _subscription_fields(client: Client) -> str:
             f"ssub={len(subs.shard_channels)}")
 
 
-def client_info_line(client: Client) -> str:
-    """One CLIENT LIST line, with Redis 8's fields in Redis's order."""
+def client_info_line(client: Client, running: list[bytes] | None = None) -> str:
+    """One CLIENT LIST line, with Redis 8's fields in Redis's order; `running`: the command
+    the client is running (the caller's own, counted in its argv-mem as Redis does)."""
     now = time.monotonic()
     multi = len(client.multi) if client.multi is not None else -1
     sink = client.sink
-    omem = sink.output_size() if sink is not None else 0
-    reader = getattr(sink, "reader", None)
     fd = _fileno(sink)
-    qbuf = reader.pending_bytes() if reader is not None else 0
-    obl = client.output_bytes()
+    memory = client_memory.measure(client, running)
+    # A writable-event handler is waiting while the transport holds unsent output.
+    events = "rw" if memory.omem > memory.obl else "r"
     redir = client.tracking.redirect if client.tracking is not None else -1
     return (
         f"id={client.id} addr={client.addr} laddr={client.laddr} fd={fd} "
         f"name={client_text(client.name)} age={int(now - client.created)} "
         f"idle={int(now - client.last_interaction)} flags={client.flags_text()} "
         f"db={client.db.id} {_subscription_fields(client)} multi={multi} "
-        f"watch={len(client.watched)} "
-        f"qbuf={qbuf} qbuf-free=0 argv-mem={client.argv_bytes} multi-mem=0 rbs=16384 rbp=0 "
-        f"obl={obl} oll=0 omem={omem} tot-mem={qbuf + obl + omem} events=r "
+        f"watch={len(client.watched)} {memory.fields()} events={events} "
         f"cmd={client_text(client.last_cmd)} user={client_text(client.user.name)} redir={redir} "
         f"resp={client.protocol} "
         f"lib-name={client_text(client.lib_name)} lib-ver={client_text(client.lib_ver)} io-thread=0"
@@ -133,14 +132,15 @@ def client_list(client: Client, argv: list[bytes]) -> object:
         clients = [by_id[i] for i in wanted if i in by_id]
     elif len(argv) != 2:
         raise CommandError(SYNTAX)
-    return Verbatim("".join(client_info_line(c) + "\n" for c in clients))
+    return Verbatim("".join(client_info_line(c, argv if c is client else None) + "\n"
+                            for c in clients))
 
 
 @command("client|info", 2, "noscript loading stale", categories=_CAT, since="6.2.0",
          summary="Returns information about the connection.", group="connection",
          tips="nondeterministic_output")
 def client_info(client: Client, argv: list[bytes]) -> object:
-    return Verbatim(client_info_line(client) + "\n")
+    return Verbatim(client_info_line(client, argv) + "\n")
 
 
 _ID_ERROR = "ERR client-id should be greater than 0"
