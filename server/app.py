@@ -479,6 +479,7 @@ class Server:
         self.tracking.disable(client)
         if client.monitor and client in self.monitors:
             self.monitors.remove(client)
+        client.release()
 
     def unwatch_all(self, client: Client) -> None:
         for ref in client.watched:

@@ -45,6 +45,7 @@ class Client:
         "monitor", "no_evict", "no_touch", "pending_write", "argv_bytes", "user",
         "obl_soft_since", "pending_cmds", "aof_woff", "block_exec_us", "subs", "subscribed",
         "checked_path", "acl_checked", "waiting_pushes", "tracking", "scripted", "unix_socket",
+        "__weakref__",  # (its connection refers to it weakly: server/connection.py)
     )
 
     def __init__(self, client_id: int, server: Server, sink: ClientSink | None,
@@ -150,6 +151,18 @@ class Client:
     def output_bytes(self) -> int:
         """Bytes of replies encoded and not written yet (CLIENT LIST's obl, the limits)."""
         return sum(map(len, self.out))
+
+    def release(self) -> None:
+        """The client closed and every registry forgot it (Server.remove_client): what it
+        still holds goes at once, without waiting for anyone to drop the client itself
+        (a write pass's list may hold it a moment longer): its pending output, the commands
+        waiting behind a blocking one, a transaction's queued commands, its watched keys."""
+        self.out = []
+        self.waiting_pushes = []
+        self.pending_cmds = []
+        self.multi = None
+        self.watched = []
+        self.watched_stale = set()
 
     @property
     def db_index(self) -> int:

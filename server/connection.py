@@ -7,6 +7,8 @@ import os
 import resource
 import socket
 import time
+import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from protocol.encoder import encode
@@ -73,13 +75,23 @@ def _format_addr(peer: object) -> str:
     return str(peer or "")
 
 
+def _no_client() -> None:
+    """Connection._client before the client is made, and once it is gone."""
+
+
 class Connection(asyncio.Protocol):
-    __slots__ = ("server", "transport", "client", "reader", "send")
+    """Owned by its transport while open. It refers to its client weakly: the client refers
+    to it (Client.sink), and a strong reference back would make a cycle that only the cyclic
+    collector frees, with the query buffer and the pending output in it. The server's
+    client table keeps the client while it is connected; once it closes, both go as soon as
+    nothing refers to them, and what they hold is dropped even before (release)."""
+
+    __slots__ = ("server", "transport", "_client", "reader", "send")
 
     def __init__(self, server: Server) -> None:
         self.server = server
         self.transport: asyncio.Transport | None = None
-        self.client: Client | None = None
+        self._client: Callable[[], Client | None] = _no_client
         # ClientSink.send: the transport's own write, set once connected.
         self.send = _discard
         self.reader = make_reader(server.config["proto-max-bulk-len"], use_hiredis=_USE_HIREDIS)
@@ -124,7 +136,7 @@ class Connection(asyncio.Protocol):
             addr, laddr = _format_addr(peer), _format_addr(sock)
         client = server.new_client(self, addr, laddr)
         client.unix_socket = unix
-        self.client = client
+        self._client = weakref.ref(client)
         self.reader.unauthenticated = not client.authenticated
         if server.log.level <= 1:  # verbose
             server.log.verbose(f"Accepted {client.addr}")
@@ -137,8 +149,13 @@ class Connection(asyncio.Protocol):
         if not held.reading:
             transport.pause_reading()  # type: ignore[attr-defined]
 
+    @property
+    def client(self) -> Client | None:
+        """Its client while it is connected (None before, and once it closed)."""
+        return self._client()
+
     def data_received(self, data: bytes) -> None:
-        client = self.client
+        client = self._client()
         if client is None or client.closed:
             return
         server = self.server
@@ -259,12 +276,22 @@ class Connection(asyncio.Protocol):
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
-        client = self.client
+        client = self._client()
         if client is not None:
             if not client.closed and self.server.log.level <= 1:
                 self.server.log.verbose(f"Client closed connection id={client.id} "
                                         f"addr={client.addr}")
             self.server.remove_client(client)
+        self._release()
+        # The transport, which let go of this protocol, and its write method (self.send).
+        self.transport = None
+        self.send = _discard
+
+    def _release(self) -> None:
+        """The connection closed: its query buffer and parser state go now, and its client
+        (whose own buffers Server.remove_client released) is no longer its client."""
+        self.reader.release()
+        self._client = _no_client
 
     # -- ClientSink ---------------------------------------------------------------------------
     def write(self, data: bytes) -> None:
@@ -309,13 +336,16 @@ class Connection(asyncio.Protocol):
         self.close_client(abort=True)
 
     def close_client(self, abort: bool = False) -> None:
-        if self.client is not None:
-            self.server.remove_client(self.client)
-        if self.transport is not None:
+        client = self._client()
+        if client is not None:
+            self.server.remove_client(client)
+        transport = self.transport
+        if transport is not None:
             if abort:
-                self.transport.abort()
+                transport.abort()  # (what it could not send yet is dropped)
             else:
-                self.transport.close()
+                transport.close()  # (it sends what it holds first)
+        self.reader.release()
 
     def pause_reading(self) -> None:
         if self.transport is not None:
