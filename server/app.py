@@ -178,6 +178,7 @@ class Server:
         encode_into(client.out, value, client.protocol)
         if not client.pending_write:
             self.queue_write(client)
+        client.check_output_limit()
 
     def notify(self, kind: int, event: bytes, key: bytes, dbid: int) -> None:
         """notifyKeyspaceEvent: publish an event of class `kind` about `key` (a no-op unless
@@ -210,6 +211,7 @@ class Server:
         client.out.append(data)
         if not client.pending_write:
             self.queue_write(client)
+        client.check_output_limit()
 
     def queue_write(self, client: Client) -> None:
         """The client has output: the before-sleep pass writes it (once per batch)."""
@@ -266,6 +268,7 @@ class Server:
                 # memoryview first). join hands back a lone bytes chunk uncopied.
                 data = _JOIN(client.out)
                 client.out = []
+                client.out_counted = client.out_size = 0
                 written += len(data)
                 if unlimited and client.authenticated:
                     sink.send(data)
