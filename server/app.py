@@ -264,16 +264,18 @@ class Server:
                 writes -= 1
                 continue
             if client.out:
-                # Exact bytes, which uvloop writes as they are (anything else it wraps in a
-                # memoryview first). join hands back a lone bytes chunk uncopied.
-                data = _JOIN(client.out)
-                client.out = []
-                client.out_counted = client.out_size = 0
-                written += len(data)
                 if unlimited and client.authenticated:
+                    # Exact bytes, which uvloop writes as they are (anything else it wraps in
+                    # a memoryview first). join hands back a lone bytes chunk uncopied.
+                    data = _JOIN(client.out)
+                    client.out = []
+                    client.out_counted = client.out_size = 0
+                    written += len(data)
                     sink.send(data)
                 else:
-                    sink.write(data)
+                    out, size = client.take_output()
+                    written += size
+                    sink.write(out, size)
             else:
                 writes -= 1
             if client.close_after_reply:

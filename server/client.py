@@ -28,8 +28,8 @@ REPLY_PUSHES_WAITING = 8
 class ClientSink(Protocol):
     """What a client needs from its connection: flushing output and closing."""
 
-    def write(self, data: bytes) -> None: ...
-    def send(self, data: bytes) -> None: ...  # write() without the output limits
+    def write(self, pieces: list[bytes], size: int) -> None: ...  # (size: their bytes)
+    def send(self, data: bytes) -> None: ...  # write() of one piece, without the limits
     def close_client(self) -> None: ...
     def pause_reading(self) -> None: ...
     def resume_reading(self) -> None: ...
@@ -190,6 +190,14 @@ class Client:
                 self.out_size = sum(map(len, out))
             self.out_counted = pieces
         return self.out_size
+
+    def take_output(self) -> tuple[list[bytes], int]:
+        """The replies queued and their size, handed over to be written: `out` starts anew."""
+        out = self.out
+        size = self.output_bytes()
+        self.out = []
+        self.out_counted = self.out_size = 0
+        return out, size
 
     def drop_output(self) -> None:
         """Forget the replies not written yet (and their count)."""

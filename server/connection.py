@@ -31,6 +31,12 @@ MAX_CLIENTS_TEXT = "ERR max number of clients reached"
 # socket up to 32 times, 8 MiB, per wake-up; Redis reads 16 KiB per client per iteration).
 _FAIR_READ = 64 * 1024
 
+# Output under an output limit is handed to the transport in pieces past this size: joining
+# them would copy the pending output just when it is largest (limit plus one reply is the
+# most it may hold); smaller output goes joined, in one write.
+_JOIN_MAX = 1 << 20
+_JOIN = b"".join
+
 # Descriptors kept for the server's own use (listeners, log, AOF, ...): CONFIG_MIN_RESERVED_FDS.
 RESERVED_FDS = 32
 
@@ -275,7 +281,7 @@ class Connection(asyncio.Protocol):
         self._client = _no_client
 
     # -- ClientSink ---------------------------------------------------------------------------
-    def write(self, data: bytes) -> None:
+    def write(self, pieces: list[bytes], size: int) -> None:
         """Hand output to the transport, then apply the output limits to what it holds."""
         transport = self.transport
         if transport is None or transport.is_closing():
@@ -283,7 +289,10 @@ class Connection(asyncio.Protocol):
         client = self._client()
         if client is None or client.close_asap:
             return
-        transport.write(data)
+        if size <= _JOIN_MAX:
+            transport.write(_JOIN(pieces))
+        else:
+            transport.writelines(pieces)
         client.check_output_limit()
 
     def close_for_output_limit(self) -> None:
