@@ -524,8 +524,10 @@ class Server:
             self._active_expire_cycle()
             self.stats.sample(commands_processed())
             # Once a second, if anything was written since (mallinfo2 walks malloc's free
-            # lists: a few ms on a fragmented heap of a GB).
-            if self.cached_monotonic >= self._next_heap_trim and self.dirty != self._heap_dirty:
+            # lists: a few ms on a fragmented heap of a GB), or asked for (a client that
+            # held big buffers closed).
+            if self.heap.requested or (self.cached_monotonic >= self._next_heap_trim
+                                       and self.dirty != self._heap_dirty):
                 self._next_heap_trim = self.cached_monotonic + 1.0
                 self._heap_dirty = self.dirty
                 self.heap.trim_if_freed(HEAP_TRIM_MIN_FREED)

@@ -37,6 +37,11 @@ _FAIR_READ = 64 * 1024
 _JOIN_MAX = 1 << 20
 _JOIN = b"".join
 
+# A connection that held this much (query buffer, pending output) when it closes has the cron
+# trim malloc's heap at its next tick: what its buffers took there goes back to the system
+# (server/heap.py; the biggest buffers are mapped on their own and go back at once).
+_BIG_BUFFERS = 1 << 20
+
 # Descriptors kept for the server's own use (listeners, log, AOF, ...): CONFIG_MIN_RESERVED_FDS.
 RESERVED_FDS = 32
 
@@ -264,6 +269,7 @@ class Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         client = self._client()
+        self._note_big_buffers(client)
         if client is not None:
             if not client.closed and self.server.log.level <= 1:
                 self.server.log.verbose(f"Client closed connection id={client.id} "
@@ -273,6 +279,14 @@ class Connection(asyncio.Protocol):
         # The transport, which let go of this protocol, and its write method (self.send).
         self.transport = None
         self.send = _discard
+
+    def _note_big_buffers(self, client: Client | None) -> None:
+        """Before its buffers go: ask for a heap trim if they are big (_BIG_BUFFERS)."""
+        held = self.reader.allocated_bytes() + self.output_size()
+        if client is not None:
+            held += client.output_bytes()
+        if held >= _BIG_BUFFERS:
+            self.server.heap.request()
 
     def _release(self) -> None:
         """The connection closed: its query buffer and parser state go now, and its client
@@ -306,12 +320,14 @@ class Connection(asyncio.Protocol):
             f"overcoming of output buffer limits.")
         self.server.stats.client_output_buffer_limit_disconnections += 1
         client.close_asap = True
+        self._note_big_buffers(client)
         client.drop_output()
         self.pause_reading()
         self.server.loop.call_soon(self.close_client, True)
 
     def close_client(self, abort: bool = False) -> None:
         client = self._client()
+        self._note_big_buffers(client)
         if client is not None:
             self.server.remove_client(client)
         transport = self.transport
