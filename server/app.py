@@ -26,6 +26,7 @@ from server.eviction import Evictor
 from server.heap import HeapTrimmer
 from server.latency import LatencyMonitor
 from server.log import Logger
+from server.output_limit import CHECK_STEP
 from server.pause import ClientPause
 from server.persistence_errors import StartupError
 from server.pubsub import PubSub
@@ -211,7 +212,9 @@ class Server:
         client.out.append(data)
         if not client.pending_write:
             self.queue_write(client)
-        client.check_output_limit()
+        client.unchecked_output += len(data)
+        if client.unchecked_output >= CHECK_STEP:  # (server/output_limit.py)
+            client.check_output_limit()
 
     def queue_write(self, client: Client) -> None:
         """The client has output: the before-sleep pass writes it (once per batch)."""
@@ -251,10 +254,11 @@ class Server:
 
     def write_clients(self, pending: list[Client]) -> None:
         """Write these clients' pending output (before_sleep's last step)."""
-        # Without an output limit an authenticated client's output goes straight to the
-        # transport (sink.send); the sink's write() applies the limits (a subscriber's are
-        # the pubsub class's, so while there are subscribers every write takes it).
-        unlimited = self.normal_output_limit is None and not self.pubsub.clients
+        # The output of an authenticated client whose class (normal, or pubsub for a
+        # subscriber) has no output limit goes straight to the transport (sink.send); the
+        # sink's write() applies the limits.
+        normal_limit = self.normal_output_limit
+        pubsub_limit = self.pubsub_output_limit
         written = 0
         writes = len(pending)  # (less the clients with nothing to write, counted below)
         for client in pending:
@@ -263,17 +267,19 @@ class Server:
             if client.closed or sink is None:
                 writes -= 1
                 continue
-            if client.out:
-                if unlimited and client.authenticated:
+            out = client.out
+            if out:
+                client.out = []
+                client.out_counted = client.out_size = 0
+                if client.authenticated and (pubsub_limit if client.subscribed
+                                             else normal_limit) is None:
                     # Exact bytes, which uvloop writes as they are (anything else it wraps in
                     # a memoryview first). join hands back a lone bytes chunk uncopied.
-                    data = _JOIN(client.out)
-                    client.out = []
-                    client.out_counted = client.out_size = 0
+                    data = _JOIN(out)
                     written += len(data)
                     sink.send(data)
                 else:
-                    out, size = client.take_output()
+                    size = sum(map(len, out))
                     written += size
                     sink.write(out, size)
             else:

@@ -44,7 +44,8 @@ class Client:
         "id", "server", "sink", "addr", "laddr", "name", "lib_name", "lib_ver", "db", "protocol",
         "authenticated", "logged_in", "created", "last_interaction", "last_cmd", "multi",
         "multi_error", "watched", "watched_stale", "cas_dirty", "reply_flags", "in_exec",
-        "blocked", "out", "out_counted", "out_size", "close_after_reply", "close_asap", "closed",
+        "blocked", "out", "out_counted", "out_size", "unchecked_output", "close_after_reply",
+        "close_asap", "closed",
         "monitor", "no_evict", "no_touch", "pending_write", "user",
         "obl_soft_since", "pending_cmds", "aof_woff", "block_exec_us", "subs", "subscribed",
         "checked_path", "acl_checked", "waiting_pushes", "tracking", "scripted", "unix_socket",
@@ -92,6 +93,7 @@ class Client:
         # out_size bytes (reset with the list: Server.write_clients, release).
         self.out_counted = 0
         self.out_size = 0
+        self.unchecked_output = 0  # pushed since its limits were last checked (CHECK_STEP)
         self.pending_write = False
         self.close_after_reply = False
         # Over an output limit: to be closed in the next loop pass, its output dropped
@@ -162,6 +164,7 @@ class Client:
         as each reply is added (server/output_limit.py). A client over one is closed in the
         next loop pass, and what is queued for it meanwhile is dropped as it comes. True
         when it is closing (or closed)."""
+        self.unchecked_output = 0
         if self.closed:
             return True
         if self.close_asap:
@@ -190,14 +193,6 @@ class Client:
                 self.out_size = sum(map(len, out))
             self.out_counted = pieces
         return self.out_size
-
-    def take_output(self) -> tuple[list[bytes], int]:
-        """The replies queued and their size, handed over to be written: `out` starts anew."""
-        out = self.out
-        size = self.output_bytes()
-        self.out = []
-        self.out_counted = self.out_size = 0
-        return out, size
 
     def drop_output(self) -> None:
         """Forget the replies not written yet (and their count)."""

@@ -307,7 +307,12 @@ class Connection(asyncio.Protocol):
             transport.write(_JOIN(pieces))
         else:
             transport.writelines(pieces)
-        client.check_output_limit()
+        # What is pending now is what the transport could not send at once (the client's
+        # list was emptied): nothing, most of the time, and then no limit can be reached.
+        if transport.get_write_buffer_size():
+            client.check_output_limit()
+        else:
+            client.obl_soft_since = 0.0
 
     def close_for_output_limit(self) -> None:
         """Redis's freeClientAsync for a client over its output limit: nothing more is read

@@ -24,6 +24,11 @@ if TYPE_CHECKING:
 # (hard bytes, soft bytes, soft seconds), 0 for none; see Server._set_output_limits.
 Limits = tuple[int, int, int]
 
+# Pushes queued for a client between two checks of its limits (Server.write_push): a check
+# per Pub/Sub message would cost more than the message; this keeps a client that does not
+# read within one message and this many bytes of its limit.
+CHECK_STEP = 64 * 1024
+
 # Output a client may leave unread while it still has to authenticate (Redis closes such a
 # client once more than 1 KiB waits beyond its 16 KiB static reply buffer; CVE-2025-21605).
 UNAUTH_OUTPUT_LIMIT = 16384 + 1024
