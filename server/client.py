@@ -161,9 +161,9 @@ class Client:
 
     def check_output_limit(self) -> bool:
         """After output was queued for it: the output limits, checked as Redis checks them
-        as each reply is added (server/output_limit.py). A client over one is closed in the
-        next loop pass, and what is queued for it meanwhile is dropped as it comes. True
-        when it is closing (or closed)."""
+        as replies are added (server/output_limit.py says when). A client over one is closed
+        in the next loop pass, and what is queued for it meanwhile is dropped. True when it
+        is closing (or closed)."""
         self.unchecked_output = 0
         if self.closed:
             return True

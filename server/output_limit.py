@@ -1,7 +1,13 @@
 """client-output-buffer-limit, checked as output is queued, as Redis checks it as replies are
 added (closeClientOnOutputBufferLimitReached), not only when the output is written: a client
 that reads too slowly is closed once its pending output reaches the hard limit (or stays
-over the soft one for too long), with at most one more reply queued meanwhile.
+over the soft one for too long), with little more than one reply queued meanwhile.
+
+The checks: after each command of a client whose class has a limit (Connection._run), after
+each reply queued outside its own commands (Server.write_reply: a blocked command's answer,
+a MONITOR line), once CHECK_STEP bytes of pushes were queued since the last check
+(Server.write_push: Pub/Sub messages, invalidations), and after each write
+(Connection.write).
 
 A client's pending output is all the server holds for it: the replies encoded and not handed
 to the transport yet (Client.output_bytes) and what the transport has not sent yet.
