@@ -82,6 +82,18 @@ class RequestReader:
     def pending_bytes(self) -> int:
         raise NotImplementedError
 
+    def release(self) -> None:
+        """Drop everything buffered (the connection closed)."""
+        raise NotImplementedError
+
+    def allocated_bytes(self) -> int:
+        """Memory the buffer holds: pending_bytes() and the room around them."""
+        raise NotImplementedError
+
+    def partial_args_bytes(self) -> int:
+        """Bytes of the arguments already read of a command not complete yet."""
+        raise NotImplementedError
+
     # The kept protocol error (see protocol.reader's docstring), None while healthy.
     error: ProtocolError | None
 
@@ -206,13 +218,36 @@ class _RespParser(RequestReader):
         already read from an unfinished command do not count, nor does a bulk header)."""
         return len(self._buf) - self._pos
 
-    def _fail(self, err: ProtocolError) -> None:
-        self.error = err
-        self._fast_max = self.direct_max = 0
+    def release(self) -> None:
+        """Drop what is buffered and the unfinished command's arguments, at once: the
+        connection is gone (a partly received bulk may hold hundreds of MB)."""
         self._buf = bytearray()
         self._pos = self._mbulk = 0
         self._bulk = -1
         self._argv = []
+        self._refresh_direct_max()
+
+    def allocated_bytes(self) -> int:
+        """The buffer's allocation: the bytes not parsed yet, those parsed and not dropped
+        yet (_compact), and the spare room a growing bytearray keeps."""
+        return self._buf.__alloc__()
+
+    def partial_args_bytes(self) -> int:
+        return sum(map(len, self._argv))
+
+    def _fail(self, err: ProtocolError) -> None:
+        # The error is kept as a copy that is never raised, and raised as fresh copies
+        # (kept_error): a raised exception holds the frames it went through, this reader's
+        # among them, so keeping it would make a reference cycle that only the cyclic
+        # collector frees, with the buffer the frames still refer to.
+        self.error = ProtocolError(str(err))
+        self._fast_max = self.direct_max = 0
+        self.release()
+
+    def kept_error(self) -> ProtocolError:
+        """A copy of the kept error, to raise (see _fail)."""
+        assert self.error is not None
+        return ProtocolError(str(self.error))
 
     def _compact(self) -> None:
         if self._pos:
@@ -337,7 +372,7 @@ class _RespParser(RequestReader):
     def _get_python_commands(self) -> list[list[bytes]]:
         """get_commands() with the Python rules only."""
         if self.error is not None:
-            raise self.error
+            raise self.kept_error()
         out: list[list[bytes]] = []
         try:
             self._python_commands(out)

@@ -14,7 +14,9 @@ Contract of get_commands(): it parses everything buffered and returns the comple
 order (empty commands such as "*0\\r\\n" or a blank inline line are skipped, as Redis does).
 When it meets a malformed frame it returns the commands that precede it and keeps the error;
 the next call raises it. If no command precedes the error, the call raises at once. After an
-error the reader is dead: feed() ignores data and every get_commands() raises the same error.
+error the reader is dead: feed() ignores data and every get_commands() raises the same error
+(an equal copy each time: the kept one is never raised, so that the frames a raised error
+holds never tie the reader into a reference cycle).
 ``reader.error`` shows a kept error without calling get_commands() again, so a server can run
 the returned batch, then send ``error.reply`` and close.
 
@@ -116,7 +118,7 @@ class HiredisRequestReader(_RespParser):
 
     def get_commands(self) -> list[list[bytes]]:
         if self.error is not None:
-            raise self.error
+            raise self.kept_error()
         if self._unauthenticated:  # one command at a time: the Python rules suffice
             self._hr = None
             return self._get_python_commands()
@@ -160,6 +162,10 @@ class HiredisRequestReader(_RespParser):
         self._compact()
         self._refresh_direct_max()
         return out
+
+    def release(self) -> None:
+        super().release()
+        self._hr = None  # (it may hold the start of a frame)
 
     def direct(self, data: bytes | bytearray) -> list[list[bytes]] | None:
         """The common case in few operations: a small buffer holding only complete, canonical

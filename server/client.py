@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
+from server.output_limit import over_output_limit
+
 if TYPE_CHECKING:
     from server.app import Server
     from server.blocking import BlockState
@@ -27,12 +29,13 @@ REPLY_PUSHES_WAITING = 8
 class ClientSink(Protocol):
     """What a client needs from its connection: flushing output and closing."""
 
-    def write(self, data: bytes) -> None: ...
-    def send(self, data: bytes) -> None: ...  # write() without the output limits
+    def write(self, pieces: list[bytes], size: int) -> None: ...  # (size: their bytes)
+    def send(self, data: bytes) -> None: ...  # write() of one piece, without the limits
     def close_client(self) -> None: ...
     def pause_reading(self) -> None: ...
     def resume_reading(self) -> None: ...
     def output_size(self) -> int: ...
+    def close_for_output_limit(self) -> None: ...  # (server/output_limit.py)
 
 
 class Client:
@@ -42,11 +45,13 @@ class Client:
         "id", "server", "sink", "addr", "laddr", "name", "lib_name", "lib_ver", "db", "protocol",
         "authenticated", "logged_in", "created", "last_interaction", "last_cmd", "multi",
         "multi_error", "watched", "watched_stale", "cas_dirty", "reply_flags", "in_exec",
-        "blocked", "out", "close_after_reply", "closed",
-        "monitor", "no_evict", "no_touch", "pending_write", "argv_bytes", "user",
+        "blocked", "out", "out_counted", "out_size", "unchecked_output", "close_after_reply",
+        "close_asap", "closed",
+        "monitor", "no_evict", "no_touch", "pending_write", "user",
         "obl_soft_since", "pending_cmds", "aof_woff", "block_exec_us", "subs", "subscribed",
         "checked_path", "acl_checked", "waiting_pushes", "tracking", "scripted", "unix_socket",
         "repl", "repl_master",
+        "__weakref__",  # (its connection refers to it weakly: server/connection.py)
     )
 
     def __init__(self, client_id: int, server: Server, sink: ClientSink | None,
@@ -86,8 +91,16 @@ class Client:
         # How long the command it is blocked on has run so far (its latency once it completes).
         self.block_exec_us = 0
         self.out: list[bytes] = []  # encoded replies not written yet (protocol.encoder)
+        # output_bytes()'s running count: the first out_counted pieces of `out` hold
+        # out_size bytes (reset with the list: Server.write_clients, release).
+        self.out_counted = 0
+        self.out_size = 0
+        self.unchecked_output = 0  # pushed since its limits were last checked (CHECK_STEP)
         self.pending_write = False
         self.close_after_reply = False
+        # Over an output limit: to be closed in the next loop pass, its output dropped
+        # meanwhile (Redis's CLIENT_CLOSE_ASAP: server/output_limit.py).
+        self.close_asap = False
         # CLIENT REPLY: REPLY_OFF, REPLY_SKIP (this command's reply is dropped), REPLY_SKIP_NEXT
         # (the next one's is); 0 normally, so the hot path tests one int.
         self.reply_flags = 0
@@ -95,7 +108,6 @@ class Client:
         self.monitor = False
         self.no_evict = False
         self.no_touch = False
-        self.argv_bytes = 0
         self.obl_soft_since = 0.0
         self.pending_cmds: list[list[bytes]] = []
         self.aof_woff = 0  # the AOF write pass that carried its last write (WAITAOF)
@@ -152,9 +164,57 @@ class Client:
         """Encode a reply into the output buffer and queue the client for the next write pass."""
         self.server.write_reply(self, value)
 
+    def check_output_limit(self) -> bool:
+        """After output was queued for it: the output limits, checked as Redis checks them
+        as replies are added (server/output_limit.py says when). A client over one is closed
+        in the next loop pass, and what is queued for it meanwhile is dropped. True when it
+        is closing (or closed)."""
+        self.unchecked_output = 0
+        if self.closed:
+            return True
+        if self.close_asap:
+            if self.out:
+                self.drop_output()
+            return True
+        sink = self.sink
+        if sink is not None and over_output_limit(self, sink):
+            sink.close_for_output_limit()
+            return True
+        return False
+
     def output_bytes(self) -> int:
-        """Bytes of replies encoded and not written yet (CLIENT LIST's obl, the limits)."""
-        return sum(map(len, self.out))
+        """Bytes of replies encoded and not handed to the transport yet (CLIENT LIST's obl,
+        the output limits). Counted as it goes: only the pieces appended since the last call
+        are measured, so checking after every reply costs nothing quadratic."""
+        out = self.out
+        pieces = len(out)
+        counted = self.out_counted
+        if pieces != counted:
+            if pieces == counted + 1:
+                self.out_size += len(out[-1])
+            elif pieces > counted:
+                self.out_size += sum(map(len, out[counted:]))
+            else:  # (the list was replaced without the count: start over)
+                self.out_size = sum(map(len, out))
+            self.out_counted = pieces
+        return self.out_size
+
+    def drop_output(self) -> None:
+        """Forget the replies not written yet (and their count)."""
+        self.out = []
+        self.out_counted = self.out_size = 0
+        self.waiting_pushes = []
+
+    def release(self) -> None:
+        """The client closed and every registry forgot it (Server.remove_client): what it
+        still holds goes at once, without waiting for anyone to drop the client itself
+        (a write pass's list may hold it a moment longer): its pending output, the commands
+        waiting behind a blocking one, a transaction's queued commands, its watched keys."""
+        self.drop_output()
+        self.pending_cmds = []
+        self.multi = None
+        self.watched = []
+        self.watched_stale = set()
 
     @property
     def db_index(self) -> int:
@@ -184,6 +244,8 @@ class Client:
             flags += "d"
         if self.close_after_reply:
             flags += "c"
+        if self.close_asap:
+            flags += "A"
         if self.unix_socket:
             flags += "U"
         if self.no_evict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+from server import client_memory
 from server.client import Client
 from server.errors import client_text
 
@@ -27,25 +28,23 @@ def _subscription_fields(client: Client) -> str:
             f"ssub={len(subs.shard_channels)}")
 
 
-def client_info_line(client: Client) -> str:
-    """One CLIENT LIST line, with Redis 8's fields in Redis's order."""
+def client_info_line(client: Client, running: list[bytes] | None = None) -> str:
+    """One CLIENT LIST line, with Redis 8's fields in Redis's order; `running`: the command
+    the client is running (the caller's own, counted in its argv-mem as Redis does)."""
     now = time.monotonic()
     multi = len(client.multi) if client.multi is not None else -1
     sink = client.sink
-    omem = sink.output_size() if sink is not None else 0
-    reader = getattr(sink, "reader", None)
     fd = _fileno(sink)
-    qbuf = reader.pending_bytes() if reader is not None else 0
-    obl = client.output_bytes()
+    memory = client_memory.measure(client, running)
+    # A writable-event handler is waiting while the transport holds unsent output.
+    events = "rw" if memory.omem > memory.obl else "r"
     redir = client.tracking.redirect if client.tracking is not None else -1
     return (
         f"id={client.id} addr={client.addr} laddr={client.laddr} fd={fd} "
         f"name={client_text(client.name)} age={int(now - client.created)} "
         f"idle={int(now - client.last_interaction)} flags={client.flags_text()} "
         f"db={client.db.id} {_subscription_fields(client)} multi={multi} "
-        f"watch={len(client.watched)} "
-        f"qbuf={qbuf} qbuf-free=0 argv-mem={client.argv_bytes} multi-mem=0 rbs=16384 rbp=0 "
-        f"obl={obl} oll=0 omem={omem} tot-mem={qbuf + obl + omem} events=r "
+        f"watch={len(client.watched)} {memory.fields()} events={events} "
         f"cmd={client_text(client.last_cmd)} user={client_text(client.user.name)} redir={redir} "
         f"resp={client.protocol} "
         f"lib-name={client_text(client.lib_name)} lib-ver={client_text(client.lib_ver)} io-thread=0"

@@ -6,7 +6,8 @@ import asyncio
 import os
 import resource
 import socket
-import time
+import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from protocol.encoder import ErrorReply, encode
@@ -23,10 +24,6 @@ _USE_HIREDIS = os.environ.get("XSTREAMD_PURE_PYTHON_READER", "") in ("", "0")
 
 _LOOPBACK_PREFIXES = ("127.", "::1", "::ffff:127.")
 
-# Output a client may leave unread while it still has to authenticate (Redis closes such a
-# client once more than 1 KiB waits beyond its 16 KiB static reply buffer; CVE-2025-21605).
-UNAUTH_OUTPUT_LIMIT = 16384 + 1024
-
 MAX_CLIENTS_TEXT = "ERR max number of clients reached"
 
 # A read this big comes from a client sending faster than it is served. It then sits out one
@@ -34,8 +31,17 @@ MAX_CLIENTS_TEXT = "ERR max number of clients reached"
 # socket up to 32 times, 8 MiB, per wake-up; Redis reads 16 KiB per client per iteration).
 _FAIR_READ = 64 * 1024
 
-# Commands run between output-limit checks when a big pipelined batch arrives.
-_CHUNK = 32
+# Output under an output limit is handed to the transport in pieces past this size: joining
+# them would copy the pending output just when it is largest (limit plus one reply is the
+# most it may hold); smaller output goes joined, in one write.
+_JOIN_MAX = 1 << 20
+_JOIN = b"".join
+
+# A connection that held this much (query buffer, pending output) when it closes has the cron
+# trim malloc's heap at its next tick: what its buffers took there goes back to the system
+# (server/heap.py; the biggest buffers are mapped on their own and go back at once).
+_BIG_BUFFERS = 1 << 20
+
 # Descriptors kept for the server's own use (listeners, log, AOF, ...): CONFIG_MIN_RESERVED_FDS.
 RESERVED_FDS = 32
 
@@ -73,13 +79,23 @@ def _format_addr(peer: object) -> str:
     return str(peer or "")
 
 
+def _no_client() -> None:
+    """Connection._client before the client is made, and once it is gone."""
+
+
 class Connection(asyncio.Protocol):
-    __slots__ = ("server", "transport", "client", "reader", "send")
+    """Owned by its transport while open. It refers to its client weakly: the client refers
+    to it (Client.sink), and a strong reference back would make a cycle that only the cyclic
+    collector frees, with the query buffer and the pending output in it. The server's
+    client table keeps the client while it is connected; once it closes, both go as soon as
+    nothing refers to them, and what they hold is dropped even before (release)."""
+
+    __slots__ = ("server", "transport", "_client", "reader", "send")
 
     def __init__(self, server: Server) -> None:
         self.server = server
         self.transport: asyncio.Transport | None = None
-        self.client: Client | None = None
+        self._client: Callable[[], Client | None] = _no_client
         # ClientSink.send: the transport's own write, set once connected.
         self.send = _discard
         self.reader = make_reader(server.config["proto-max-bulk-len"], use_hiredis=_USE_HIREDIS)
@@ -124,7 +140,7 @@ class Connection(asyncio.Protocol):
             addr, laddr = _format_addr(peer), _format_addr(sock)
         client = server.new_client(self, addr, laddr)
         client.unix_socket = unix
-        self.client = client
+        self._client = weakref.ref(client)
         self.reader.unauthenticated = not client.authenticated
         if server.log.level <= 1:  # verbose
             server.log.verbose(f"Accepted {client.addr}")
@@ -137,19 +153,26 @@ class Connection(asyncio.Protocol):
         if not held.reading:
             transport.pause_reading()  # type: ignore[attr-defined]
 
+    @property
+    def client(self) -> Client | None:
+        """Its client while it is connected (None before, and once it closed)."""
+        return self._client()
+
     def data_received(self, data: bytes) -> None:
-        client = self.client
-        if client is None or client.closed:
+        client = self._client()
+        if client is None or client.closed or client.close_asap:
             return
         server = self.server
         size = len(data)
         server.stats.read_sizes.append(size)  # (total_reads_processed, total_net_input_bytes)
         client.last_interaction = server.cached_monotonic
         reader = self.reader
-        # The common read: complete commands and nothing buffered before them (so no limit
-        # can apply), few enough to need no output-limit checks in between.
+        # The common read: complete commands and nothing buffered before them (so no query
+        # limit can apply), for a client whose class has no output limit (output_limit's
+        # limits_of, inlined).
         commands = reader.direct(data) if size <= reader.direct_max else None
-        if commands is not None and len(commands) <= _CHUNK:
+        if commands is not None and (server.pubsub_output_limit if client.subscribed
+                                     else server.normal_output_limit) is None:
             run_commands(client, commands)
             if not client.authenticated:  # (RESET brings the unauthenticated limits back)
                 self._after_unauthenticated_batch(client)
@@ -160,12 +183,7 @@ class Connection(asyncio.Protocol):
             if commands is None:
                 commands = reader.parse(data)
             while commands:
-                if len(commands) > _CHUNK:
-                    if not self._run_limited(client, commands):
-                        return
-                else:
-                    run_commands(client, commands)
-                if client.close_after_reply or client.closed:
+                if not self._run(client, commands):
                     return
                 # An unauthenticated reader hands out one command a call, so that AUTH lifts
                 # its limits for the next command (and RESET brings them back).
@@ -198,10 +216,7 @@ class Connection(asyncio.Protocol):
         self.reader.unauthenticated = True
         if client.closed or client.close_after_reply:
             return False
-        if client.output_bytes() + self.output_size() > UNAUTH_OUTPUT_LIMIT:
-            self._over_output_limit(client)
-            return False
-        return True
+        return not client.check_output_limit()
 
     def _sit_out_one_iteration(self) -> None:
         transport = self.transport
@@ -214,28 +229,22 @@ class Connection(asyncio.Protocol):
         if transport is not None and not transport.is_closing():
             transport.resume_reading()
 
-    def _run_limited(self, client: Client, commands: list[list[bytes]]) -> bool:
-        """Run a big pipelined batch in chunks when normal clients have an output limit, so
-        a client that never reads is closed after about one chunk's replies over the limit
-        instead of after the whole batch's (Redis checks at every reply). False if closed."""
-        limits = self.server.normal_output_limit
-        if limits is None:
+    def _run(self, client: Client, commands: list[list[bytes]]) -> bool:
+        """Run a batch of commands. When the client's class has an output limit, one at a
+        time with the limit checked after each, so that a client that does not read is
+        closed one reply past its limit, not a whole pipeline's worth of replies past it
+        (Redis checks as it adds each reply). False when the client is done with: closed,
+        closing, or to close after its reply."""
+        server = self.server
+        if (server.pubsub_output_limit if client.subscribed
+                else server.normal_output_limit) is None:
             run_commands(client, commands)
-            return True
-        # The pending output's size, kept up to date chunk by chunk: summing every reply
-        # at each check would be quadratic in the batch (nothing is written meanwhile).
-        pending = client.output_bytes()
-        counted = len(client.out)
-        for start in range(0, len(commands), _CHUNK):
-            run_commands(client, commands[start:start + _CHUNK])
-            if client.close_after_reply or client.closed:
-                return False
-            out = client.out
-            pending += sum(map(len, out[counted:]))
-            counted = len(out)
-            if self._check_output_limit(pending + self.output_size(), limits):
-                return False
-        return True
+        else:
+            for argv in commands:
+                run_commands(client, [argv])
+                if client.close_after_reply or client.check_output_limit():
+                    return False
+        return not (client.close_after_reply or client.closed)
 
     def _protocol_error(self, text: str) -> None:
         """Answer the commands before the bad frame, then the error, then close (Redis's way)."""
@@ -259,66 +268,83 @@ class Connection(asyncio.Protocol):
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
-        client = self.client
+        client = self._client()
+        self._note_big_buffers(client)
         if client is not None:
             if not client.closed and self.server.log.level <= 1:
                 self.server.log.verbose(f"Client closed connection id={client.id} "
                                         f"addr={client.addr}")
             self.server.remove_client(client)
+        self._release()
+        # The transport, which let go of this protocol, and its write method (self.send).
+        self.transport = None
+        self.send = _discard
+
+    def _note_big_buffers(self, client: Client | None) -> None:
+        """Before its buffers go: ask for a heap trim if they are big (_BIG_BUFFERS)."""
+        held = self.reader.allocated_bytes() + self.output_size()
+        if client is not None:
+            held += client.output_bytes()
+        if held >= _BIG_BUFFERS:
+            self.server.heap.request()
+
+    def _release(self) -> None:
+        """The connection closed: its query buffer and parser state go now, and its client
+        (whose own buffers Server.remove_client released) is no longer its client."""
+        self.reader.release()
+        self._client = _no_client
 
     # -- ClientSink ---------------------------------------------------------------------------
-    def write(self, data: bytes) -> None:
+    def write(self, pieces: list[bytes], size: int) -> None:
+        """Hand output to the transport, then apply the output limits to what it holds."""
         transport = self.transport
         if transport is None or transport.is_closing():
             return
-        transport.write(data)
-        client = self.client
-        if client is not None and not client.authenticated:
-            if transport.get_write_buffer_size() > UNAUTH_OUTPUT_LIMIT:
-                self._over_output_limit(client)
+        client = self._client()
+        if client is None or client.close_asap:
             return
-        # (Redis's client classes: a client in Pub/Sub mode has the pubsub class's limits.)
-        limits = (self.server.pubsub_output_limit if client is not None and client.subscribed
-                  else self.server.normal_output_limit)
-        if limits is not None:
-            self._check_output_limit(transport.get_write_buffer_size(), limits)
-
-    def _check_output_limit(self, size: int, limits: tuple[int, int, int]) -> bool:
-        """Apply a (hard, soft, soft_seconds) limit to `size` bytes of pending output; True
-        when the client was closed for it."""
-        hard, soft, soft_seconds = limits
-        client = self.client
-        assert client is not None
-        over = bool(hard and size >= hard)
-        if not over and soft and size >= soft:
-            now = time.monotonic()
-            if not client.obl_soft_since:
-                client.obl_soft_since = now
-            over = now - client.obl_soft_since >= soft_seconds
-        elif soft:
+        if size <= _JOIN_MAX:
+            transport.write(_JOIN(pieces))
+        else:
+            transport.writelines(pieces)
+        # What is pending now is what the transport could not send at once (the client's
+        # list was emptied): nothing, most of the time, and then no limit can be reached.
+        if transport.get_write_buffer_size():
+            client.check_output_limit()
+        else:
             client.obl_soft_since = 0.0
-        if over:
-            self._over_output_limit(client)
-        return over
 
-    def _over_output_limit(self, client: Client) -> None:
+    def close_for_output_limit(self) -> None:
+        """Redis's freeClientAsync for a client over its output limit: nothing more is read
+        from it, what it has pending is dropped now, and it closes in the next loop pass."""
+        client = self._client()
+        if client is None or client.close_asap:
+            return
         self.server.log.warning(
             f"Client id={client.id} addr={client.addr} scheduled to be closed ASAP for "
             f"overcoming of output buffer limits.")
         self.server.stats.client_output_buffer_limit_disconnections += 1
-        self.close_client(abort=True)
+        client.close_asap = True
+        self._note_big_buffers(client)
+        client.drop_output()
+        self.pause_reading()
+        self.server.loop.call_soon(self.close_client, True)
 
     def close_client(self, abort: bool = False) -> None:
-        if self.client is not None:
-            self.server.remove_client(self.client)
-        if self.transport is not None:
+        client = self._client()
+        self._note_big_buffers(client)
+        if client is not None:
+            self.server.remove_client(client)
+        transport = self.transport
+        if transport is not None:
             if abort:
-                self.transport.abort()
+                transport.abort()  # (what it could not send yet is dropped)
             else:
-                self.transport.close()
+                transport.close()  # (it sends what it holds first)
+        self.reader.release()
 
     def pause_reading(self) -> None:
-        if self.transport is not None:
+        if self.transport is not None and not self.transport.is_closing():
             self.transport.pause_reading()
 
     def resume_reading(self) -> None:

@@ -36,6 +36,7 @@ from server.listen import listen
 from server.log import Logger
 from server.memory_report import rss_bytes
 from server.monitor_feed import feed_monitors
+from server.output_limit import CHECK_STEP
 from server.pause import ClientPause
 from server.slowlog import Slowlog
 from server.stats import Stats
@@ -178,6 +179,7 @@ class ServerCore:
         encode_into(client.out, value, client.protocol)
         if not client.pending_write:
             self.queue_write(client)
+        client.check_output_limit()
 
     def notify(self, kind: int, event: bytes, key: bytes, dbid: int) -> None:
         """notifyKeyspaceEvent: publish an event of class `kind` about `key` (a no-op unless
@@ -210,6 +212,9 @@ class ServerCore:
         client.out.append(data)
         if not client.pending_write:
             self.queue_write(client)
+        client.unchecked_output += len(data)
+        if client.unchecked_output >= CHECK_STEP:  # (server/output_limit.py)
+            client.check_output_limit()
 
     def queue_write(self, client: Client) -> None:
         """The client has output: the before-sleep pass writes it (once per batch)."""
@@ -249,10 +254,11 @@ class ServerCore:
 
     def write_clients(self, pending: list[Client]) -> None:
         """Write these clients' pending output (before_sleep's last step)."""
-        # Without an output limit an authenticated client's output goes straight to the
-        # transport (sink.send); the sink's write() applies the limits (a subscriber's are
-        # the pubsub class's, so while there are subscribers every write takes it).
-        unlimited = self.normal_output_limit is None and not self.pubsub.clients
+        # The output of an authenticated client whose class (normal, or pubsub for a
+        # subscriber) has no output limit goes straight to the transport (sink.send); the
+        # sink's write() applies the limits.
+        normal_limit = self.normal_output_limit
+        pubsub_limit = self.pubsub_output_limit
         written = 0
         writes = len(pending)  # (less the clients with nothing to write, counted below)
         for client in pending:
@@ -261,16 +267,21 @@ class ServerCore:
             if client.closed or sink is None:
                 writes -= 1
                 continue
-            if client.out:
-                # Exact bytes, which uvloop writes as they are (anything else it wraps in a
-                # memoryview first). join hands back a lone bytes chunk uncopied.
-                data = _JOIN(client.out)
+            out = client.out
+            if out:
                 client.out = []
-                written += len(data)
-                if unlimited and client.authenticated:
+                client.out_counted = client.out_size = 0
+                if client.authenticated and (pubsub_limit if client.subscribed
+                                             else normal_limit) is None:
+                    # Exact bytes, which uvloop writes as they are (anything else it wraps in
+                    # a memoryview first). join hands back a lone bytes chunk uncopied.
+                    data = _JOIN(out)
+                    written += len(data)
                     sink.send(data)
                 else:
-                    sink.write(data)
+                    size = sum(map(len, out))
+                    written += size
+                    sink.write(out, size)
             else:
                 writes -= 1
             if client.close_after_reply:
@@ -489,6 +500,7 @@ class ServerCore:
         self.clients.pop(client.id, None)
         for hook in self.close_hooks:
             hook(client)
+        client.release()
 
     def forget_monitor(self, client: Client) -> None:
         if client.monitor and client in self.monitors:
@@ -538,8 +550,10 @@ class ServerCore:
             self._active_expire_cycle()
             self.stats.sample(commands_processed())
             # Once a second, if anything was written since (mallinfo2 walks malloc's free
-            # lists: a few ms on a fragmented heap of a GB).
-            if self.cached_monotonic >= self._next_heap_trim and self.dirty != self._heap_dirty:
+            # lists: a few ms on a fragmented heap of a GB), or asked for (a client that
+            # held big buffers closed).
+            if self.heap.requested or (self.cached_monotonic >= self._next_heap_trim
+                                       and self.dirty != self._heap_dirty):
                 self._next_heap_trim = self.cached_monotonic + 1.0
                 self._heap_dirty = self.dirty
                 self.heap.trim_if_freed(HEAP_TRIM_MIN_FREED)

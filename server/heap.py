@@ -7,7 +7,8 @@ objects live in Python's own arenas, which go back once empty), returns only the
 heap: without help, deleting a stream frees its memory for reuse but the process stays as big,
 and a server that reached maxmemory would go on refusing writes with an empty keyspace.
 malloc_trim(0) gives back every whole free page in the heap; the server calls it from its
-cron once enough was freed, and at once when it is over maxmemory.
+cron once enough was freed (looking after writes, and at the next tick after a client that
+held big buffers closed), and at once when it is over maxmemory.
 
 Where glibc is missing (another libc) nothing is trimmed and the size stays the resident one.
 """
@@ -51,6 +52,12 @@ class HeapTrimmer:
         self._malloc_trim, self._mallinfo2 = _load_libc()
         self._free_after_trim = 0  # the heap's free bytes right after the last trim
         self.trims = 0
+        # Something big outside the dataset was freed (a closed client's buffers): the
+        # cron looks at the heap at its next tick, rather than only after writes.
+        self.requested = False
+
+    def request(self) -> None:
+        self.requested = True
 
     @property
     def available(self) -> bool:
@@ -75,6 +82,7 @@ class HeapTrimmer:
     def trim_if_freed(self, min_bytes: int) -> bool:
         """trim() when at least min_bytes were freed in the heap since the last one (always
         when the free bytes can't be read). True if memory went back to the system."""
+        self.requested = False
         if self._malloc_trim is None:
             return False
         free = self.free_bytes()

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from server import command_stats, memory_report
+from server import client_memory, command_stats, memory_report
 from server.dispatch import all_specs, commands_processed
 from server.latency_histogram import percentiles_line
 from server.memory_report import rss_bytes  # noqa: F401 - (also read from here: app, stats)
@@ -82,10 +82,10 @@ def _listeners(s: Server) -> Fields:
 
 def _clients(s: Server) -> Fields:
     clients = s.clients.values()
-    max_out = max((c.output_bytes() for c in clients), default=0)
+    max_in, max_out = client_memory.largest_buffers(clients)
     return [
         ("connected_clients", len(s.clients)), ("cluster_connections", 0),
-        ("maxclients", s.config["maxclients"]), ("client_recent_max_input_buffer", 0),
+        ("maxclients", s.config["maxclients"]), ("client_recent_max_input_buffer", max_in),
         ("client_recent_max_output_buffer", max_out),
         ("blocked_clients", s.blocking.blocked_clients),
         ("tracking_clients", s.tracking.clients),

@@ -6,7 +6,8 @@ for, so the process's resident size (RSS) stands in for Redis's zmalloc total, a
 used_memory does here: the allocator's own ratios are then 1 (what it holds is what is
 resident), and the peak and startup figures are RSS readings (the startup one taken once the
 server is set up, before it loads its data). The overheads are what this server can measure:
-the clients' pending output, the script caches and the databases' hash tables.
+the clients' buffers (server/client_memory.py), the script caches and the databases' hash
+tables.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import struct
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from server.client_memory import clients_memory
 
 if TYPE_CHECKING:
     from server.app import Server
@@ -127,7 +130,7 @@ def measure(server: Server) -> MemoryOverhead:
         total_allocated=rss,
         peak_allocated=_Readings.peak,
         startup_allocated=_Readings.startup,
-        clients_normal=sum(c.output_bytes() for c in server.clients.values()),
+        clients_normal=clients_memory(server.clients.values()),
         lua_caches=scripts.cache_memory() if scripts is not None else 0,
         functions_caches=(sum(len(code) for code in registry.payloads())
                           if registry is not None else 0),

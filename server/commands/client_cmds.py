@@ -88,14 +88,15 @@ def client_list(client: Client, argv: list[bytes]) -> object:
         clients = [by_id[i] for i in wanted if i in by_id]
     elif len(argv) != 2:
         raise CommandError(SYNTAX)
-    return Verbatim("".join(client_info_line(c) + "\n" for c in clients))
+    return Verbatim("".join(client_info_line(c, argv if c is client else None) + "\n"
+                            for c in clients))
 
 
 @command("client|info", 2, "noscript loading stale", categories=_CAT, since="6.2.0",
          summary="Returns information about the connection.", group="connection",
          tips="nondeterministic_output")
 def client_info(client: Client, argv: list[bytes]) -> object:
-    return Verbatim(client_info_line(client) + "\n")
+    return Verbatim(client_info_line(client, argv) + "\n")
 
 
 _ID_ERROR = "ERR client-id should be greater than 0"

@@ -4,6 +4,7 @@ in server.commands.memory_cmds."""
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import re
@@ -20,6 +21,7 @@ from server.config_rewrite import rewrite_config_file
 from server.dispatch import NO_REPLY, all_specs, command, container
 from server.errors import SYNTAX, CommandError
 from server.info import render_info
+from server.object_census import census
 from server.parsing import parse_block_timeout, parse_int
 from server.persistence.aof_wait import AOF_OFF_TEXT
 from server.persistence.dump_payload import dump
@@ -269,11 +271,24 @@ def debug(client: Client, argv: list[bytes]) -> object:
         return [SimpleString(value_digest(client.db, key)) for key in argv[2:]]
     if sub == b"object" and len(argv) == 3:
         return _debug_object(client, argv[2])
+    if sub == b"set-cyclic-gc" and len(argv) == 3:
+        # Off, memory that only a reference cycle holds stays held: tests look for such
+        # leaks with it off (server/object_census.py).
+        if _atoi(argv[2]):
+            gc.enable()
+        else:
+            gc.disable()
+        return OK
+    if sub == b"client-objects" and len(argv) == 2:
+        return census(client.server)
     handler = client.server.debug_handlers.get(sub.decode(errors="replace"))
     if handler is not None:  # DEBUG RELOAD & co, registered by persistence
         return handler(client, argv)
     if sub == b"help" and len(argv) == 2:
         return help_reply("DEBUG", [
+            "CLIENT-OBJECTS",
+            "    Count the client, connection and request reader objects alive, and the",
+            "    clients connected: with SET-CYCLIC-GC 0, any beyond those connected leak.",
             "DIGEST",
             "    Output a hex signature representing the current DB content.",
             "DIGEST-VALUE <key> [<key> ...]",
@@ -290,6 +305,9 @@ def debug(client: Client, argv: list[bytes]) -> object:
             "    Setting it to 0 disables expiring keys in background when they are not",
             "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
             "    default.",
+            "SET-CYCLIC-GC <0|1>",
+            "    Setting it to 0 turns Python's cyclic garbage collector off, so that memory",
+            "    only a reference cycle holds stays held (a leak shows). 1 turns it back on.",
             "SLEEP <seconds>",
             "    Stop the server for <seconds>. Decimals allowed.",
         ])

@@ -67,6 +67,9 @@ class HeldSocket:
         if sent < len(data):
             self.unsent += data[sent:]
 
+    def writelines(self, pieces: list[bytes]) -> None:
+        self.write(b"".join(pieces))
+
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         try:
             if name == "peername":
