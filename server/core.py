@@ -28,7 +28,14 @@ from server.block_request import POSTPONE, BlockRequest, timeout_reply
 from server.client import REPLY_MUTED, REPLY_PUSHES_WAITING, Client
 from server.config import Config
 from server.connection import adjust_open_files_limit
-from server.dispatch import CommandSpec, all_specs, commands_processed, lookup, run_commands
+from server.dispatch import (
+    CommandSpec,
+    all_specs,
+    clear_fast_lookup,
+    commands_processed,
+    lookup,
+    run_commands,
+)
 from server.errors import OOM_TEXT
 from server.heap import HeapTrimmer
 from server.latency import LatencyMonitor
@@ -103,6 +110,8 @@ class ServerCore:
         self.shutdown_waiters: list[Client] = []  # clients whose SHUTDOWN is under way
         self.refusal_checks: list[Callable[[Client, CommandSpec], str | None]] = []
         self.close_hooks: list[CloseHook] = []
+        # Checked before any command, on the dispatcher's checked path (add_command_gate).
+        self.command_gates: list[Callable[[Client, CommandSpec], str | None]] = []
         self.watched_keys: dict[tuple[int, bytes], set[Client]] = {}
         self.monitors: list[Client] = []
         # The client whose command's handler call() runs, when it is one that can be sent
@@ -131,6 +140,8 @@ class ServerCore:
         # A replica: keys whose time passed read as missing but stay until the primary's DEL,
         # and the active expiry cycle does not run (server/replication sets it).
         self.replica_mode = False
+        # A replica with replica-ignore-maxmemory: no eviction, no OOM (its primary evicts).
+        self.ignore_maxmemory = False
         self.loading = False
         self.persistence: Any = None  # server.persistence manager, when enabled
         self.debug_handlers: dict[str, Callable[[Client, list[bytes]], Any]] = {}
@@ -413,7 +424,8 @@ class ServerCore:
 
     def over_maxmemory(self) -> bool:
         """Memory is above maxmemory (never while loading the data at start)."""
-        return self.used_memory > self.maxmemory and not self.loading
+        return (self.used_memory > self.maxmemory and not self.loading
+                and not self.ignore_maxmemory)
 
     def out_of_memory(self) -> bool:
         """Over maxmemory even after evicting what the policy allows (performEvictions'
@@ -518,6 +530,16 @@ class ServerCore:
         client.cas_dirty = False
 
     # -- cron ---------------------------------------------------------------------------------
+    def add_command_gate(self, gate: Callable[[Client, CommandSpec], str | None]) -> None:
+        """A check every command passes from now on (until remove_command_gate)."""
+        if gate not in self.command_gates:
+            self.command_gates.append(gate)
+            clear_fast_lookup()  # (the fast path skips the gates: empty it)
+
+    def remove_command_gate(self, gate: Callable[[Client, CommandSpec], str | None]) -> None:
+        if gate in self.command_gates:
+            self.command_gates.remove(gate)
+
     def set_replica_mode(self, on: bool) -> None:
         self.replica_mode = on
         paused = on or self.pause.mode is not None

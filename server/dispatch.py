@@ -364,7 +364,7 @@ def _checked(client: Client, argv: list[bytes]) -> Any:
     name = argv[0]
     pause = server.pause
     if (not spec.subcommands and spec.parent is None and len(_BY_SENT_NAME) < _BY_SENT_NAME_MAX
-            and pause.mode is None and not server.script_busy):
+            and pause.mode is None and not server.script_busy and not server.command_gates):
         _BY_SENT_NAME[name] = spec
     if not client.authenticated and name.lower() not in _NO_AUTH:
         spec.rejected_calls += 1
@@ -384,6 +384,13 @@ def _checked(client: Client, argv: list[bytes]) -> Any:
             "PING / QUIT / RESET are allowed in this context")
         spec.rejected_calls += 1
         return _reject(client, argv, refusal)
+    # Registered gates (a replica that must not serve stale data: MASTERDOWN). While one is
+    # registered every command takes this path (none is kept in _BY_SENT_NAME).
+    for gate in server.command_gates:
+        refusal = gate(client, spec)
+        if refusal is not None:
+            spec.rejected_calls += 1
+            return _reject(client, argv, refusal)
     # A script is busy (server/scripting/busy.py): only the allow-busy commands run.
     # (Redis makes the OOM and MISCONF checks first.)
     if server.script_busy and not spec.allow_busy:

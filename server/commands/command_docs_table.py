@@ -382,6 +382,13 @@ DOCS: dict[str, Doc] = {
         "O(N) where N is the count of clients watching or blocking on keys from both "
         "databases.", "index1:integer index2:integer"),
     "role": Doc(_O1),
+    "replicaof": Doc(_O1, "args{host-port(host port:integer) | no-one(no=NO one=ONE)}"),
+    "slaveof": Doc(_O1, "args{host-port(host port:integer) | no-one(no=NO one=ONE)}",
+                   doc_flags="deprecated", deprecated_since="5.0.0",
+                   replaced_by="`REPLICAOF`"),
+    "psync": Doc("", "replicationid offset:integer"),
+    "sync": Doc(),
+    "replconf": Doc(_O1, doc_flags="syscmd"),
     "waitaof": Doc(_O1, "numlocal:integer numreplicas:integer timeout:integer",
                    tips="request_policy:all_shards response_policy:agg_min"),
     "wait": Doc(_O1, "numreplicas:integer timeout:integer",

@@ -10,6 +10,8 @@ goes ONLINE at once. full_sync.py makes and sends the RDBs.
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import time
 from typing import TYPE_CHECKING
 
@@ -71,6 +73,8 @@ class ReplicaLink:
     def go_online(self) -> None:
         """The RDB is out: what was held goes next, then the stream as it is fed."""
         self.state = ONLINE
+        if self.client.server.config["repl-disable-tcp-nodelay"]:
+            _set_nodelay(self.client, False)
         self.ack_time = time.monotonic()
         held, self.held, self.held_bytes = self.held, [], 0
         if self.rdb_only:
@@ -98,6 +102,15 @@ class ReplicaLink:
                  SEND_BULK: "send_bulk", ONLINE: "online"}.get(self.state, "wait_bgsave")
         return (f"slave{index}", f"ip={ip},port={self.listening_port},state={state},"
                                  f"offset={self.ack_offset},lag={self.lag(now)}")
+
+
+def _set_nodelay(client: Client, on: bool) -> None:
+    """repl-disable-tcp-nodelay: fewer, bigger packets to replicas, at some latency."""
+    transport = getattr(client.sink, "transport", None)
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, int(on))
 
 
 def link_of(client: Client) -> ReplicaLink:

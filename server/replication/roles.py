@@ -31,6 +31,7 @@ def follow(repl: Replication, host: str, port: int, by: Client | None = None) ->
     repl.master = MasterLink(repl, host, port)
     server.config.set_internal("replicaof", (host, port))
     server.set_replica_mode(True)
+    repl.role_changed()
     who = f" (user request from '{_describe(by)}')" if by is not None else ""
     server.log.notice(f"Connecting to MASTER {host}:{port}")
     server.log.notice(f"REPLICAOF {host}:{port} enabled{who}")
@@ -52,6 +53,7 @@ def promote(repl: Replication, by: Client | None = None) -> bool:
     _disconnect_replicas(repl)  # (they learn the new ID with +CONTINUE)
     server.config.set_internal("replicaof", None)
     server.set_replica_mode(False)
+    repl.role_changed()
     who = f" (user request from '{_describe(by)}')" if by is not None else ""
     server.log.notice(f"MASTER MODE enabled{who}")
     return True

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from server.dispatch import CommandSpec
 
 READONLY_TEXT = "READONLY You can't write against a read only replica."
+MASTERDOWN_TEXT = ("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to "
+                   "'no'.")
 NOREPLICAS_TEXT = "NOREPLICAS Not enough good replicas to write."
 _GETACK = encode_command([b"REPLCONF", b"GETACK", b"*"])
 
@@ -26,11 +28,13 @@ _GETACK = encode_command([b"REPLCONF", b"GETACK", b"*"])
 def attach(server: Server) -> Replication:
     repl = Replication(server)
     service = _Service(repl)
+    repl.role_changed = service.arm_refusal
     server.close_hooks.append(repl.detach)
     server.cron_hooks.append(service.cron)
     server.before_sleep_hooks.append(service.before_sleep)
     config = server.config
-    for option in ("replica-read-only", "min-replicas-to-write"):
+    for option in ("replica-read-only", "min-replicas-to-write", "replica-serve-stale-data",
+                   "replica-ignore-maxmemory"):
         config.on_change(option, lambda _value: service.arm_refusal())
     target = config["replicaof"]
     if target is not None:
@@ -56,6 +60,21 @@ class _Service:
             checks.append(self.refuse)
         elif not needed and self.refuse in checks:
             checks.remove(self.refuse)
+        server = self.server
+        replica = self.repl.master is not None
+        if replica and not config["replica-serve-stale-data"]:
+            server.add_command_gate(self.stale_gate)
+        else:
+            server.remove_command_gate(self.stale_gate)
+        server.ignore_maxmemory = replica and config["replica-ignore-maxmemory"]
+
+    def stale_gate(self, client: Client, spec: CommandSpec) -> str | None:
+        """replica-serve-stale-data no: while the link is down only the commands flagged
+        stale (INFO, REPLICAOF, ...) run."""
+        link = self.repl.master
+        if link is None or link.up or "stale" in spec.flags or client.repl_master:
+            return None
+        return MASTERDOWN_TEXT
 
     def refuse(self, client: Client, spec: CommandSpec) -> str | None:
         if not spec.is_write or client.repl_master:

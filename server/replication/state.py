@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from protocol.encoder import encode_command
@@ -43,6 +44,7 @@ class Replication:
         self.no_replicas_since = time.monotonic()  # (repl-backlog-ttl)
         self.last_ping = time.monotonic()
         self.master: MasterLink | None = None  # set while this server is a replica
+        self.role_changed: Callable[[], None] = lambda: None  # (service.py re-arms its checks)
         self.sync_full = 0
         self.sync_partial_ok = 0
         self.sync_partial_err = 0

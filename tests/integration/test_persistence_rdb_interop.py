@@ -125,13 +125,20 @@ def _pairs(flat: list[Any] | dict[bytes, Any]) -> dict[bytes, Any]:
     return {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
 
 
+_NEWER_STREAM_FIELDS = (b"idmp-duration", b"idmp-maxsize", b"pids-tracked", b"iids-tracked",
+                        b"iids-added", b"iids-duplicates")
+
+
 def _stream(r: redis.Redis, key: bytes, active_time: bool) -> dict[bytes, Any]:
     full = _pairs(r.execute_command("XINFO", "STREAM", key, "FULL", "COUNT", "0"))
     full.pop(b"radix-tree-nodes")  # the tree's inner nodes: how a rax is built, not data
+    for field in _NEWER_STREAM_FIELDS:  # (Redis 8.6+ fields, which 7.0 and Valkey lack)
+        full.pop(field, None)
     groups = []
     for raw in full.pop(b"groups"):
         group = _pairs(raw)
         group.pop(b"lag", None)  # derived from the counters, and computed differently by 7.0
+        group.pop(b"nacked-count", None)  # (Redis 8.8's XNACK)
         consumers = []
         for c in group.pop(b"consumers"):
             consumer = _pairs(c)

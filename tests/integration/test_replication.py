@@ -325,3 +325,37 @@ def _rdb_of(proc: ServerProcess) -> bytes:
     r.save()
     with open(f"{proc.dir}/dump.rdb", "rb") as fh:
         return fh.read()
+
+
+def test_a_replica_without_its_primary_refuses_stale_reads_when_told_to() -> None:
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))  # a port nothing listens on
+    port = dead.getsockname()[1]
+    with ServerProcess("xstreamd", [*FAST, "--replicaof", "127.0.0.1", str(port)]) as replica:
+        r = client(replica)
+        r.config_set("replica-serve-stale-data", "no")
+        with pytest.raises(redis.exceptions.MasterDownError):
+            r.ping()  # (not a stale command, as in Redis)
+        with pytest.raises(redis.exceptions.MasterDownError, match="^Link with MASTER is down and "
+                                                       "replica-serve-stale-data is set to "
+                                                       "'no'.$"):
+            r.xrange("s")
+        assert info(replica)["master_link_status"] == "down"  # (INFO is a stale command)
+        r.config_set("replica-serve-stale-data", "yes")
+        assert r.xrange("s") == []
+    dead.close()
+
+
+def test_min_replicas_to_write(primary: ServerProcess) -> None:
+    p = client(primary)
+    p.config_set("min-replicas-to-write", "1")
+    with pytest.raises(redis.ResponseError,
+                       match="^NOREPLICAS Not enough good replicas to write.$"):
+        p.xadd("s", {"a": 1})
+    assert p.xrange("s") == []  # reads are served
+    with start_replica("xstreamd", primary) as replica:
+        wait_link_up(replica)
+        wait_for(lambda: info(primary).get("min_slaves_good_slaves") == 1, 10,
+                 "a good replica")
+        assert p.xadd("s", {"a": 1})
+    p.config_set("min-replicas-to-write", "0")

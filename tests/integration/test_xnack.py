@@ -188,7 +188,11 @@ def test_copy_keeps_the_released_entries(raw: RawConn, r: redis.Redis) -> None:
     r.execute_command("XNACK", "s", "g", "FAIL", "IDS", "1", "1-0")
     r.execute_command("XADD", "s", "IDMP", "p", "i", "*", "f", "v")
     assert r.copy("s", "t") == 1
-    assert raw.value("XPENDING", "t", "g", "-", "+", "10") == _pending(raw)
+    def without_idle(entries: list) -> list:  # (the two are read a moment apart)
+        return [(e[0], e[1], e[3]) for e in entries]
+
+    assert without_idle(raw.value("XPENDING", "t", "g", "-", "+", "10")) == \
+        without_idle(_pending(raw))
     claimed = raw.value("XREADGROUP", "GROUP", "g", "c9", "COUNT", "1", "CLAIM", "0",
                         "STREAMS", "t", ">")
     assert claimed[0][1][0][0] == b"3-0"  # the zone's order was copied

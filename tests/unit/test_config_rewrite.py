@@ -200,10 +200,10 @@ def test_a_second_rewrite_is_stable() -> None:
 def test_option_kinds_come_from_the_option_table() -> None:
     """The kinds the rewrite needs (memory, enum), as the option table's parsers give them."""
     memory = {"proto-max-bulk-len", "client-query-buffer-limit", "maxmemory",
-              "stream-node-max-bytes", "auto-aof-rewrite-min-size"}
+              "stream-node-max-bytes", "auto-aof-rewrite-min-size", "repl-backlog-size"}
     assert memory == MEMORY_OPTIONS
     assert {"loglevel", "maxmemory-policy", "appendfsync", "enable-debug-command",
-            "acl-pubsub-default"} == ENUM_OPTIONS
+            "acl-pubsub-default", "repl-diskless-load"} == ENUM_OPTIONS
 
 
 def test_rewritten_file_loads_back_to_the_same_values(tmp_path: Path) -> None:
@@ -232,6 +232,15 @@ def test_rewritten_file_loads_back_to_the_same_values(tmp_path: Path) -> None:
         "busy-reply-threshold": "1234", "tcp-backlog": "77",
         "unixsocket": "/tmp/my sock.sock", "unixsocketperm": "750",
         "shutdown-on-sigint": "nosave force", "shutdown-on-sigterm": "save",
+        "replicaof": "127.0.0.1 6380", "masterauth": "pass word", "masteruser": "repl",
+        "repl-backlog-size": "2mb", "repl-backlog-ttl": "60", "repl-diskless-sync": "no",
+        "repl-diskless-sync-delay": "1", "repl-diskless-sync-max-replicas": "2",
+        "repl-diskless-load": "swapdb", "repl-ping-replica-period": "5", "repl-timeout": "30",
+        "repl-disable-tcp-nodelay": "yes", "min-replicas-to-write": "1",
+        "min-replicas-max-lag": "3", "replica-read-only": "no",
+        "replica-serve-stale-data": "no", "replica-priority": "50", "replica-announced": "no",
+        "replica-announce-ip": "10.1.2.3", "replica-announce-port": "7000",
+        "replica-lazy-flush": "yes", "replica-ignore-maxmemory": "no",
     }
     # (io-threads has one possible value here, so it cannot be set away from its default)
     assert set(values) | {"io-threads"} == {spec.name for spec in OPTIONS}, "cover every option"
