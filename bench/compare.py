@@ -11,6 +11,11 @@ large there.
     git worktree add /tmp/base main
     python bench/compare.py /tmp/base . [--requests 200000] [--shares 20] [--pipeline 1]
         [--command "XADD bench:s * f v"] [--python-a PYTHON] [--python-b PYTHON]
+        [--prefill N]
+
+--prefill N puts N entries in bench:s and a group g on it first, in every server, for reads:
+    python bench/compare.py /tmp/base . --prefill 250000 \
+        --command "XREADGROUP GROUP g c COUNT 1 STREAMS bench:s >"
 
 The same checkout twice with two interpreters compares the interpreters (each needs the
 server's dependencies installed), e.g. `--python-b /path/to/venv/bin/python . .`.
@@ -26,6 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
+import redis  # noqa: E402
 
 from tests.helpers import ServerProcess  # noqa: E402
 
@@ -41,6 +47,8 @@ def main() -> None:
     parser.add_argument("--command", default="XADD bench:s * f v")
     parser.add_argument("--python-a", default=sys.executable, help="interpreter running A")
     parser.add_argument("--python-b", default=sys.executable, help="interpreter running B")
+    parser.add_argument("--prefill", type=int, default=0,
+                        help="entries in bench:s (with a group g) before the load")
     args = parser.parse_args()
     pinned = common.pin_cpus()  # (sets common.SERVER_CPUS)
 
@@ -57,6 +65,9 @@ def main() -> None:
             proc.start()
             if common.SERVER_CPUS is not None:
                 os.sched_setaffinity(proc.proc.pid, common.SERVER_CPUS)  # type: ignore[union-attr]
+        if args.prefill:
+            for proc in servers.values():
+                _prefill(proc.port, args.prefill)
         cpu = dict.fromkeys(servers, 0.0)
         user = dict.fromkeys(servers, 0.0)
         share = args.requests // args.shares
@@ -82,6 +93,17 @@ def main() -> None:
     finally:
         for proc in servers.values():
             proc.stop()
+
+
+def _prefill(port: int, entries: int) -> None:
+    """bench:s with `entries` entries of one field, and a group g that has read none."""
+    r = redis.Redis(port=port)
+    for start in range(0, entries, 10_000):
+        pipe = r.pipeline(transaction=False)
+        for _ in range(start, min(entries, start + 10_000)):
+            pipe.xadd("bench:s", {"f": "v"})
+        pipe.execute()
+    r.xgroup_create("bench:s", "g", id="0")
 
 
 if __name__ == "__main__":
