@@ -93,12 +93,14 @@ for unit in $UNITS; do
     ./runtest --host 127.0.0.1 --port "$PORT" --baseport "$BASEPORT" --single "unit/$unit" \
         --durable --timeout 60 \
         2>&1 | sed 's/\x1b\[[0-9;]*m//g' > "$out" || true
-    counts=$(grep -oE '^\[(ok|err|exception|skip)\]' "$out" | tr -d '[]' | sort | uniq -c \
+    counts=$(grep -aoE '^\[(ok|err|exception|skip)\]' "$out" | tr -d '[]' | sort | uniq -c \
         | awk '{printf " %s %s", $1, $2}')
     echo "unit/$unit:${counts:- (no tests ran, see $out)}"
-    grep -E '^\[(err|exception)\]' "$out" | sed 's/^/    /' || true
+    grep -aE '^\[(err|exception)\]' "$out" | sed 's/^/    /' || true
     # A failed test may leave settings behind for the next unit.
     redis-cli -p "$PORT" config set maxmemory 0 >/dev/null
     redis-cli -p "$PORT" debug set-active-expire 1 >/dev/null
+    redis-cli -p "$PORT" config set min-replicas-to-write 0 >/dev/null
+    redis-cli -p "$PORT" replicaof no one >/dev/null
 done
 echo "logs: $WORK/*.txt"

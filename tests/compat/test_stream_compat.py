@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.compat.newer_fields import strip_raw
 from tests.helpers import ServerProcess
 from tests.resp import encode
 
@@ -217,6 +218,8 @@ def compare(pair: tuple[Pipe, Pipe], commands: list[list[str]]) -> None:
     ours, ref = pair
     got, want = ours.run(commands), ref.run(commands)
     for cmd, a, b in zip(commands, got, want, strict=True):
+        if [word.upper() for word in cmd[:2]] == ["XINFO", "STREAM"]:
+            a = strip_raw(a)  # (Redis 8.6+ fields, which 7.0 does not send)
         assert a == b, f"{' '.join(cmd)}:\n  xstreamd: {a!r}\n  redis:    {b!r}"
 
 
