@@ -99,8 +99,11 @@ class ServerCore:
         self.script_deny_disabled = False  # DEBUG SET-DISABLE-DENY-SCRIPTS
         self._before_sleep_scheduled = False
         self.propagate_hooks: list[PropagateHook] = []
-        # The effects of an EXEC or a script, held until it ends (propagate_batch).
-        self.propagate_batch: list[tuple[int, list[bytes]]] | None = None
+        # The hooks that also take what only replicas get (PUBLISH): the replication stream's.
+        self.replica_hooks: list[PropagateHook] = []
+        # The effects of an EXEC or a script, held until it ends (propagate_batch), each with
+        # whether it is for replicas only.
+        self.propagate_batch: list[tuple[int, list[bytes], bool]] | None = None
         self._batch_depth = 0
         self.before_sleep_hooks: list[Callable[[], None]] = []
         self.cron_hooks: list[Callable[[], None]] = []
@@ -109,6 +112,9 @@ class ServerCore:
         self.shutdown_hooks: list[Callable[[int], bool]] = []
         self.shutdown_waiters: list[Client] = []  # clients whose SHUTDOWN is under way
         self.refusal_checks: list[Callable[[Client, CommandSpec], str | None]] = []
+        # Why a script that may write (a shebang without no-writes) cannot start now, beside
+        # MISCONF: a read-only replica's READONLY, NOREPLICAS (scriptPrepareForRun).
+        self.script_write_checks: list[Callable[[Client], str | None]] = []
         self.close_hooks: list[CloseHook] = []
         # Checked before any command, on the dispatcher's checked path (add_command_gate).
         self.command_gates: list[Callable[[Client, CommandSpec], str | None]] = []
@@ -381,9 +387,19 @@ class ServerCore:
         self.dirty += changes
         batch = self.propagate_batch
         if batch is not None:
-            batch.append((db.id, argv))
+            batch.append((db.id, argv, False))
             return
         for hook in self.propagate_hooks:
+            hook(db.id, argv)
+
+    def propagate_to_replicas(self, db: Database, argv: list[bytes]) -> None:
+        """forceCommandPropagation(PROPAGATE_REPL): the command reaches the replicas (so
+        their subscribers get PUBLISH's message) but not the AOF."""
+        batch = self.propagate_batch
+        if batch is not None:
+            batch.append((db.id, argv, True))
+            return
+        for hook in self.replica_hooks:
             hook(db.id, argv)
 
     def begin_propagation_batch(self) -> None:
@@ -404,10 +420,10 @@ class ServerCore:
         if not batch:
             return
         if len(batch) > 1:
-            batch = [(batch[0][0], [b"MULTI"]), *batch, (batch[-1][0], [b"EXEC"])]
-        hooks = self.propagate_hooks
-        for dbid, argv in batch:
-            for hook in hooks:
+            batch = [(batch[0][0], [b"MULTI"], False), *batch,
+                     (batch[-1][0], [b"EXEC"], False)]
+        for dbid, argv, replicas_only in batch:
+            for hook in self.replica_hooks if replicas_only else self.propagate_hooks:
                 hook(dbid, argv)
 
     # -- checks and statistics ----------------------------------------------------------------

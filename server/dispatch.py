@@ -386,8 +386,8 @@ def _checked(client: Client, argv: list[bytes]) -> Any:
         return _reject(client, argv, refusal)
     # Registered gates (a replica that must not serve stale data: MASTERDOWN). While one is
     # registered every command takes this path (none is kept in _BY_SENT_NAME).
-    for gate in server.command_gates:
-        refusal = gate(client, spec)
+    if server.command_gates:
+        refusal = _gate_refusal(client, spec)
         if refusal is not None:
             spec.rejected_calls += 1
             return _reject(client, argv, refusal)
@@ -425,6 +425,24 @@ def _checked(client: Client, argv: list[bytes]) -> Any:
         client.multi.append(argv)
         return QUEUED
     return call(client, spec, argv)
+
+
+def _gate_refusal(client: Client, spec: CommandSpec) -> str | None:
+    """The first registered gate's refusal of the command; for EXEC, of any command it
+    would run (a replica gone stale after they were queued refuses EXEC, as in Redis)."""
+    specs = [spec]
+    if spec.name == "exec" and client.multi:
+        for argv in client.multi:
+            try:
+                specs.append(find(argv))
+            except CommandError:
+                continue
+    for gate in client.server.command_gates:
+        for one in specs:
+            refusal = gate(client, one)
+            if refusal is not None:
+                return refusal
+    return None
 
 
 def _transaction_refusal(client: Client, queued: list[list[bytes]]) -> str | None:
@@ -512,7 +530,9 @@ def call(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
     it completes: not when it blocks, but when it is served, times out or is unblocked
     (Blocking.unblock counts those); rejected commands never count."""
     server = client.server
-    if spec.may_refuse and not client.scripted:  # (a script's commands had theirs already)
+    # (a script's commands had theirs already, and EXEC's were checked for the whole
+    # transaction when EXEC ran, as Redis's processCommand does)
+    if spec.may_refuse and not (client.scripted or client.in_exec):
         # Server.refuse_reason, inlined: OOM, then the registered checks (MISCONF).
         if server.maxmemory and spec.denyoom and server.out_of_memory():
             return _refused(server, spec, OOM_TEXT)

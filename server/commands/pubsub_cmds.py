@@ -117,6 +117,7 @@ def punsubscribe(client: Client, argv: list[bytes]) -> object:
          categories="@pubsub @fast", since="2.0.0", group="pubsub",
          summary="Posts a message to a channel.")
 def publish(client: Client, argv: list[bytes]) -> object:
+    client.server.propagate_to_replicas(client.db, argv)
     return client.server.pubsub.publish(argv[1], argv[2])
 
 
@@ -124,6 +125,7 @@ def publish(client: Client, argv: list[bytes]) -> object:
          categories="@pubsub @fast", since="7.0.0", group="pubsub",
          summary="Post a message to a shard channel")
 def spublish(client: Client, argv: list[bytes]) -> object:
+    client.server.propagate_to_replicas(client.db, argv)
     return client.server.pubsub.spublish(argv[1], argv[2])
 
 

@@ -30,6 +30,7 @@ def attach(server: Server) -> Replication:
     service = _Service(repl)
     repl.role_changed = service.arm_refusal
     server.close_hooks.append(repl.detach)
+    server.script_write_checks.append(service.refuse_script)
     server.cron_hooks.append(service.cron)
     server.before_sleep_hooks.append(service.before_sleep)
     config = server.config
@@ -83,6 +84,19 @@ class _Service:
         config = self.server.config
         if repl.master is not None:
             return READONLY_TEXT if config["replica-read-only"] else None
+        wanted = config["min-replicas-to-write"]
+        if wanted and config["min-replicas-max-lag"] and repl.good_replicas() < wanted:
+            return NOREPLICAS_TEXT
+        return None
+
+    def refuse_script(self, caller: Client) -> str | None:
+        """A script that may write, at its start (scriptPrepareForRun)."""
+        repl = self.repl
+        config = self.server.config
+        if repl.master is not None:
+            if config["replica-read-only"] and not caller.repl_master:
+                return "READONLY Can not run script with write flag on readonly replica"
+            return None
         wanted = config["min-replicas-to-write"]
         if wanted and config["min-replicas-max-lag"] and repl.good_replicas() < wanted:
             return NOREPLICAS_TEXT

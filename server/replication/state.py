@@ -83,16 +83,16 @@ class Replication:
         """createReplicationBacklog: from now on the stream is kept (and fed at all)."""
         if self.backlog is None:
             self.backlog = Backlog(self.server.config["repl-backlog-size"], self.offset)
-            hooks = self.server.propagate_hooks
-            if self.feed not in hooks:
-                hooks.append(self.feed)
+            for hooks in (self.server.propagate_hooks, self.server.replica_hooks):
+                if self.feed not in hooks:
+                    hooks.append(self.feed)
         return self.backlog
 
     def free_backlog(self) -> None:
         self.backlog = None
-        hooks = self.server.propagate_hooks
-        if self.feed in hooks:
-            hooks.remove(self.feed)
+        for hooks in (self.server.propagate_hooks, self.server.replica_hooks):
+            if self.feed in hooks:
+                hooks.remove(self.feed)
 
     def _resize_backlog(self, size: int) -> None:
         if self.backlog is not None:

@@ -155,7 +155,7 @@ class ScriptEngine:
         flags = script.flags
         out_of_memory = bool(server.maxmemory) and server.out_of_memory()
         if flags is not None:
-            refusal = self._refuse_at_start(flags, read_only_command, out_of_memory)
+            refusal = self._refuse_at_start(caller, flags, read_only_command, out_of_memory)
             if refusal is not None:
                 raise CommandError(refusal)
         state = RunState(caller, script,
@@ -202,7 +202,7 @@ class ScriptEngine:
             return ErrorReply("-" + result.text)
         return result
 
-    def _refuse_at_start(self, flags: frozenset[str], read_only_command: bool,
+    def _refuse_at_start(self, caller: Client, flags: frozenset[str], read_only_command: bool,
                          out_of_memory: bool) -> str | None:
         """scriptPrepareForRun's checks for a script with a shebang."""
         if NO_WRITES not in flags:
@@ -212,6 +212,10 @@ class ScriptEngine:
                 return _script_misconf(reason)
             if read_only_command:
                 return "ERR Can not execute a script with write flag using *_ro command."
+            for check in self.server.script_write_checks:  # (READONLY, NOREPLICAS)
+                refusal = check(caller)
+                if refusal is not None:
+                    return refusal
         if out_of_memory and not ({ALLOW_OOM, NO_WRITES} & flags):
             return OOM_TEXT  # (the script counts as a denyoom command, as in Redis)
         return None
