@@ -62,13 +62,22 @@ class ReplicaUnavailable(RuntimeError):
 # Errors after which an operation is run again against the primary as it is then: the
 # server went away or timed out (MasterNotFoundError and LOADING are ConnectionErrors
 # too), it was demoted to a replica (READONLY; Sentinel-managed connections turn that into
-# a ConnectionError themselves), or a write was not replicated as asked.
+# a ConnectionError themselves), or a write was not replicated as asked (WAIT, or the
+# primary's own min-replicas-to-write: NOREPLICAS, as right after a failover).
 RETRYABLE: tuple[type[Exception], ...] = (
     redis.ConnectionError,
     redis.TimeoutError,
     redis.ReadOnlyError,
     NotReplicated,
 )
+RETRYABLE_REPLIES = ("NOREPLICAS",)
+
+
+def retryable(exc: BaseException) -> bool:
+    """Whether ``call`` runs an operation again after ``exc``."""
+    if isinstance(exc, RETRYABLE):
+        return True
+    return isinstance(exc, redis.ResponseError) and str(exc).startswith(RETRYABLE_REPLIES)
 
 
 def _no_retry() -> Retry:
@@ -202,7 +211,9 @@ def call(conn: ConnOptions, fn: Callable[[redis.Redis], T], what: str) -> T:
         target = client(conn)
         try:
             return fn(target)
-        except RETRYABLE as exc:
+        except (*RETRYABLE, redis.ResponseError) as exc:
+            if not retryable(exc):
+                raise
             now = time.monotonic()
             if deadline is None:
                 deadline = now + conn.retry_timeout

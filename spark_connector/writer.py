@@ -163,10 +163,11 @@ def _raise_errors(results: list[Any], what: str) -> None:
         raise WriteError(f"{len(errors)} of {len(results)} {what} failed; first: {errors[0]}")
 
 
-def _raise_readonly(results: list[Any]) -> None:
-    """The server is a replica now (it was demoted): a retryable failure."""
+def _raise_retryable(results: list[Any]) -> None:
+    """Raise a refusal that running the write again may get past: the server is a replica
+    now (READONLY: it was demoted), or it has too few replicas (NOREPLICAS)."""
     for reply in results:
-        if isinstance(reply, redis.ReadOnlyError):
+        if isinstance(reply, redis.ResponseError) and connect.retryable(reply):
             raise reply
 
 
@@ -190,7 +191,7 @@ def _send_chunk(
 ) -> None:
     with wire.connection(client) as conn:
         results = wire.roundtrip(conn, commands)
-        _raise_readonly(results)
+        _raise_retryable(results)
         _raise_errors(results, "XADDs")
         _wait_replicas(conn, wopts)
 
@@ -294,7 +295,7 @@ def _write_marked(
                     again = [("SET", key, mark, "KEEPTTL") for key, mark in zip(keys, seen,
                                                                                strict=True)]
                     replies = wire.roundtrip(conn, [("MULTI",), *again, ("EXEC",)])
-                    _raise_readonly(replies)
+                    _raise_retryable(replies)
                     if replies[-1] is None:
                         continue  # a marker changed meanwhile: look again
                     _wait_replicas(conn, wopts)
@@ -308,8 +309,9 @@ def _write_marked(
             for start in range(0, len(commands), wopts.batch_size):
                 # replies are QUEUED; a command refused here makes EXEC fail (EXECABORT)
                 queued = wire.roundtrip(conn, commands[start : start + wopts.batch_size])
-                # a demoted primary: leave (the dropped connection discards the MULTI)
-                _raise_readonly(queued)
+                # a demoted primary, too few replicas: leave (the dropped connection
+                # discards the MULTI)
+                _raise_retryable(queued)
             (outcome,) = wire.roundtrip(conn, [("EXEC",)])
             if outcome is None:
                 continue  # a watched marker changed: another attempt wrote, look again

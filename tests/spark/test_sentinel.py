@@ -259,10 +259,39 @@ def test_writes_to_a_demoted_primary_are_retried() -> None:
             assert values == [f"{idempotent}-{i}" for i in range(5)]
 
 
-def _refuses_writes(r: redis.Redis) -> bool:
+def test_writes_refused_for_too_few_replicas_are_retried() -> None:
+    """A primary with min-replicas-to-write (as a new primary right after a failover, whose
+    replicas are not back yet) refuses writes with NOREPLICAS: retried until a replica is
+    there, once."""
+    from spark_connector.writer import write_once, write_pipelined
+
+    guarded = [*FAST, "--min-replicas-to-write", "1", "--min-replicas-max-lag", "10"]
+    with ServerProcess("xstreamd", guarded) as primary:
+        p = _raw(primary)
+        wait_for(lambda: _refuses_writes(p, redis.ResponseError), 10, "NOREPLICAS")
+        conn = {"host": primary.host, "port": str(primary.port), "stream": "w",
+                "retryTimeout": "60"}
+        replica: list[ServerProcess] = []
+        timer = threading.Timer(1.0, lambda: replica.append(start_replica("xstreamd", primary)))
+        timer.start()
+        try:
+            wopts = WriteOptions.parse(conn, streaming=True)
+            layout = _layout(wopts)
+            link = connect.Primary(wopts.conn)
+            once = write_once(link, layout, wopts, iter([("a",), ("b",)]), "q:0", 0)
+            piped = write_pipelined(link, layout, wopts, iter([("c",)]))
+        finally:
+            timer.join()
+            for started in replica:
+                started.stop(kill=True)
+        assert (once.written, piped.written) == (2, 1)
+        assert [f[b"v"] for _id, f in p.xrange("w")] == [b"a", b"b", b"c"]
+
+
+def _refuses_writes(r: redis.Redis, error: type[Exception] = redis.ReadOnlyError) -> bool:
     try:
         r.set("probe", "x")
-    except redis.ReadOnlyError:
+    except error:
         return True
     return False
 
