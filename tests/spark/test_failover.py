@@ -1,5 +1,6 @@
 """Spark jobs through Sentinel: a streaming copy that keeps running while the primary is
-SIGKILLed and Sentinel promotes the replica, and batch reads served by the replica."""
+SIGKILLed and Sentinel promotes the replica, and batch and streaming reads served by the
+replica."""
 
 from __future__ import annotations
 
@@ -138,10 +139,11 @@ def test_a_streaming_copy_keeps_running_through_a_failover(
             feeder.stop()
 
 
-def test_batch_reads_go_to_the_replica(spark: Any, watched: SentinelSetup) -> None:
+def test_reads_go_to_the_replica(spark: Any, watched: SentinelSetup, checkpoint: str) -> None:
     """A batch write through Sentinel, then a batch read with readFrom=replica: the
     replica's command statistics show the reads (XRANGE in MULTI/EXEC, two per chunk),
-    while the primary only served the planning."""
+    while the primary only served the planning. A streaming read with readFrom=replica
+    is served by the replica too."""
     via = watched.options()
     rows = [(str(i),) for i in range(600)]
     (spark.createDataFrame(rows, "n string").repartition(2).write.format("xstream")
@@ -168,3 +170,19 @@ def test_batch_reads_go_to_the_replica(spark: Any, watched: SentinelSetup) -> No
     assert xranges(replica) >= 2 * 600 // 50
     assert replica.info("commandstats").get("cmdstat_exec", {}).get("calls", 0) >= 600 // 50
     assert xranges(primary) <= 4  # planning: the first entry, each range's first entry
+
+    for server in (primary, replica):
+        server.config_resetstat()
+    copy = (
+        spark.readStream.format("xstream").options(**via).option("streams", "big")
+        .option("startingOffsets", "earliest").option("readFrom", "replica")
+        .option("readCount", "100").option("maxRecordsPerBatch", "300").load()
+        .writeStream.format("xstream").options(**via).option("stream", "copy")
+        .option("dropColumns", "id,ts").option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True).start()
+    )
+    copy.awaitTermination(180)
+    assert copy.exception() is None
+    assert sorted(int(f[b"n"]) for _id, f in primary.xrange("copy")) == list(range(600))
+    assert xranges(replica) >= 2 * 600 // 100
+    assert replica.info("commandstats").get("cmdstat_exec", {}).get("calls", 0) >= 600 // 100
