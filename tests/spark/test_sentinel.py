@@ -4,6 +4,7 @@ and a real Sentinel, without Spark."""
 
 from __future__ import annotations
 
+import pickle
 import threading
 import time
 from collections.abc import Iterator
@@ -11,19 +12,32 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from spark_connector import connect
-from spark_connector.options import ConnOptions, ReadOptions, WriteOptions
-from spark_connector.planning import RangeSpec
-from spark_connector.range_read import read_plain
-from tests.helpers import ServerProcess, free_port
-from tests.integration.replication_support import (
+pytest.importorskip("pyarrow")
+pytest.importorskip("pyspark")
+
+from pyspark.sql.types import StringType, StructField, StructType  # noqa: E402
+
+from spark_connector import connect  # noqa: E402
+from spark_connector.convert import DEFAULT_SCHEMA, BatchBuilder  # noqa: E402
+from spark_connector.options import ConnOptions, ReadOptions, WriteOptions  # noqa: E402
+from spark_connector.planning import RangeSpec  # noqa: E402
+from spark_connector.range_read import read_plain  # noqa: E402
+from spark_connector.readers import XStreamBatchReader, XStreamStreamReader  # noqa: E402
+from spark_connector.writer import (  # noqa: E402
+    RowLayout,
+    marker_key,
+    write_once,
+    write_pipelined,
+)
+from tests.helpers import ServerProcess, free_port  # noqa: E402
+from tests.integration.replication_support import (  # noqa: E402
     start_replica,
     wait_caught_up,
     wait_for,
     wait_link_up,
 )
-from tests.spark.sentinel_support import SentinelSetup
-from tests.spark.util import add_entries
+from tests.spark.sentinel_support import SentinelSetup  # noqa: E402
+from tests.spark.util import add_entries  # noqa: E402
 
 FAST = ["--repl-diskless-sync-delay", "0", "--appendonly", "no", "--save", ""]
 
@@ -62,13 +76,7 @@ def _flat(chunks: list[list[list[bytes]]]) -> list[str]:
     return [entry[1][1].decode() for chunk in chunks for entry in chunk]
 
 
-def _layout(wopts: WriteOptions) -> object:
-    pytest.importorskip("pyspark")
-    pytest.importorskip("pyarrow")
-    from pyspark.sql.types import StringType, StructField, StructType
-
-    from spark_connector.writer import RowLayout
-
+def _layout(wopts: WriteOptions) -> RowLayout:
     return RowLayout(StructType([StructField("v", StringType())]), wopts)
 
 
@@ -194,8 +202,6 @@ def test_only_replicas_serve_replica_reads(pair: tuple[ServerProcess, ServerProc
 
 
 def test_idempotent_writes_wait_for_replicas(pair: tuple[ServerProcess, ServerProcess]) -> None:
-    from spark_connector.writer import marker_key, write_once
-
     primary, replica = pair
     base = {"host": primary.host, "port": str(primary.port), "stream": "w"}
     wopts = WriteOptions.parse({**base, "waitReplicas": "1"}, streaming=True)
@@ -227,8 +233,6 @@ def test_idempotent_writes_wait_for_replicas(pair: tuple[ServerProcess, ServerPr
 def test_writes_to_a_demoted_primary_are_retried() -> None:
     """READONLY (the server became a replica) is retried like a lost connection, for the
     transaction of idempotent writes and for pipelined chunks; nothing is written twice."""
-    from spark_connector.writer import write_once, write_pipelined
-
     with ServerProcess("xstreamd", FAST) as server, ServerProcess("xstreamd", FAST) as other:
         s = _raw(server)
         conn = {"host": server.host, "port": str(server.port), "stream": "w",
@@ -263,8 +267,6 @@ def test_writes_refused_for_too_few_replicas_are_retried() -> None:
     """A primary with min-replicas-to-write (as a new primary right after a failover, whose
     replicas are not back yet) refuses writes with NOREPLICAS: retried until a replica is
     there, once."""
-    from spark_connector.writer import write_once, write_pipelined
-
     guarded = [*FAST, "--min-replicas-to-write", "1", "--min-replicas-max-lag", "10"]
     with ServerProcess("xstreamd", guarded) as primary:
         p = _raw(primary)
@@ -299,13 +301,6 @@ def _refuses_writes(r: redis.Redis, error: type[Exception] = redis.ReadOnlyError
 def test_sentinel_connections_never_get_pickled(watched: SentinelSetup) -> None:
     """Options through Sentinel are plain data: a reader holding them pickles without any
     client, Sentinel or socket."""
-    import pickle
-
-    pytest.importorskip("pyspark")
-    pytest.importorskip("pyarrow")
-    from spark_connector.convert import DEFAULT_SCHEMA, BatchBuilder
-    from spark_connector.readers import XStreamBatchReader, XStreamStreamReader
-
     add_entries(_raw(watched.primary), "s", 3)
     wait_caught_up(watched.primary, watched.replica)
     options = {**watched.options(), "streams": "s"}
