@@ -8,7 +8,7 @@ in ``Position`` objects, which also carry what loss detection needs across resta
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import redis
 
@@ -208,12 +208,17 @@ class RangeSpec:
     ``expect`` is the first entry ID of the range when the planner looked (None when
     unknown or the range was empty); the reader reports data loss if that entry is gone
     and lies before the stream's head, i.e. it was trimmed.
+
+    ``sync`` is set when the range may be read from a replica (option ``readFrom``): the
+    ID the replica's stream must have reached (its last-generated-id) before it serves the
+    range, i.e. ``hi`` or, if lower, the primary's last ID when the range was planned.
     """
 
     stream: str
     lo: str
     hi: str
     expect: str | None = None
+    sync: str | None = None
 
 
 def plan_ranges(
@@ -257,6 +262,15 @@ def with_expectations(client: redis.Redis, specs: list[RangeSpec]) -> list[Range
     for spec in specs:
         streams.xrange(pipe, spec.stream, spec.lo, spec.hi, 1)
     return [
-        RangeSpec(spec.stream, spec.lo, spec.hi, streams.entry_id(reply[0]) if reply else None)
+        replace(spec, expect=streams.entry_id(reply[0]) if reply else None)
         for spec, reply in zip(specs, pipe.execute(), strict=True)
     ]
+
+
+def with_sync(client: redis.Redis, specs: list[RangeSpec]) -> list[RangeSpec]:
+    """Mark each range readable from a replica that has reached its end, or the primary's
+    last ID now if that is lower (one XINFO STREAM per stream, pipelined)."""
+    if not specs:
+        return specs
+    tails = streams.last_ids(client, sorted({spec.stream for spec in specs}))
+    return [replace(spec, sync=ids.id_min(spec.hi, tails[spec.stream])) for spec in specs]

@@ -13,16 +13,20 @@ an entry known to exist that is now gone *and* lies before the head was trimmed.
 - plain mode, between micro-batches (driver side): see ``gap_loss``.
 - group mode: the consumer's pending list still names entries that were deleted or
   trimmed; XREADGROUP returns them with no fields, which is exact.
+
+Each chunk is one read on a ``connect.Link`` (the primary, retried across a failover, or a
+replica that has the range), so a failure costs that chunk only, never rows twice.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 import redis
 
-from spark_connector import ids, streams
+from spark_connector import connect, ids, streams
 from spark_connector.options import ReadOptions
 from spark_connector.planning import Position, RangeSpec
 from spark_connector.streams import RawEntry, StreamInfo
@@ -66,17 +70,26 @@ def _where(spec: RangeSpec) -> str:
     return f"stream {spec.stream!r} in ({spec.lo}, {spec.hi}]"
 
 
-def read_plain(client: redis.Redis, spec: RangeSpec, opts: ReadOptions) -> Iterator[list[RawEntry]]:
+def _plain_chunk(client: redis.Redis, spec: RangeSpec, pos: str, count: int) -> list[Any]:
+    """``[entries after pos (up to count), the stream's first entry]``, in one MULTI/EXEC."""
+    pipe = client.pipeline(transaction=True)
+    streams.xrange(pipe, spec.stream, pos, spec.hi, count)
+    streams.head(pipe, spec.stream)
+    return pipe.execute()
+
+
+def read_plain(
+    source: redis.Redis | connect.Link, spec: RangeSpec, opts: ReadOptions
+) -> Iterator[list[RawEntry]]:
     """Yield chunks of raw entries of ``(spec.lo, spec.hi]`` read with XRANGE."""
+    link = connect.as_link(source)
     reporter = LossReporter(_where(spec), opts.fail_on_data_loss)
     count = opts.read_count
     expect = spec.expect
     pos = spec.lo  # exclusive
+    what = f"reading {_where(spec)}"
     while ids.id_less(pos, spec.hi):
-        pipe = client.pipeline(transaction=True)
-        streams.xrange(pipe, spec.stream, pos, spec.hi, count + 1)
-        streams.head(pipe, spec.stream)
-        chunk, first = pipe.execute()
+        chunk, first = link.run(lambda c, p=pos: _plain_chunk(c, spec, p, count + 1), what)
         head = streams.entry_id(first[0]) if first else None
         got = streams.entry_id(chunk[0]) if chunk else None
         if expect is not None and got != expect and trimmed(expect, head):
@@ -90,17 +103,26 @@ def read_plain(client: redis.Redis, spec: RangeSpec, opts: ReadOptions) -> Itera
         pos = ids.predecessor(expect)
 
 
-def read_group(client: redis.Redis, spec: RangeSpec, opts: ReadOptions) -> Iterator[list[RawEntry]]:
+def _pending_chunk(client: redis.Redis, spec: RangeSpec, pos: str, opts: ReadOptions) -> Any:
+    """The consumer's pending entries after ``pos`` (XREADGROUP with an ID claims nothing)."""
+    return client.execute_command(
+        "XREADGROUP", "GROUP", opts.group, opts.consumer, "COUNT", opts.read_count,
+        "STREAMS", spec.stream, pos,
+    )
+
+
+def read_group(
+    source: redis.Redis | connect.Link, spec: RangeSpec, opts: ReadOptions
+) -> Iterator[list[RawEntry]]:
     """Yield chunks of this consumer's pending entries in ``(spec.lo, spec.hi]``."""
     assert opts.group is not None and opts.consumer is not None
+    link = connect.as_link(source)
     reporter = LossReporter(_where(spec), opts.fail_on_data_loss)
     hi = ids.parse_id(spec.hi)
     pos = spec.lo
+    what = f"reading the pending entries of {_where(spec)}"
     while ids.id_less(pos, spec.hi):
-        reply = client.execute_command(
-            "XREADGROUP", "GROUP", opts.group, opts.consumer, "COUNT", opts.read_count,
-            "STREAMS", spec.stream, pos,
-        )
+        reply = link.run(lambda c, p=pos: _pending_chunk(c, spec, p, opts), what)
         entries: list[RawEntry] = reply[0][1] if reply else []
         if not entries:
             return
@@ -124,10 +146,12 @@ def read_group(client: redis.Redis, spec: RangeSpec, opts: ReadOptions) -> Itera
         pos = streams.entry_id(entries[-1])
 
 
-def read_range(client: redis.Redis, spec: RangeSpec, opts: ReadOptions) -> Iterator[list[RawEntry]]:
+def read_range(
+    source: redis.Redis | connect.Link, spec: RangeSpec, opts: ReadOptions
+) -> Iterator[list[RawEntry]]:
     if opts.group:
-        return read_group(client, spec, opts)
-    return read_plain(client, spec, opts)
+        return read_group(source, spec, opts)
+    return read_plain(source, spec, opts)
 
 
 def gap_loss(seen: Position, info: StreamInfo | None) -> str | None:

@@ -3,12 +3,18 @@
 Both split the work into ``RangeSpec`` partitions, ``(lo, hi]`` of one stream each,
 which executors read with XRANGE (or, in consumer-group mode, from the consumer's
 pending list). Readers hold options only; connections are opened where they are used.
+
+Planning always talks to the primary; each planning call runs as one operation that is
+retried as a whole after a failover (``connect.call``): it only reads, or claims entries
+that the next attempt takes over as the consumer's own pending ones. Partitions read
+the primary, or a replica that has their range (option ``readFrom``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import redis
@@ -20,13 +26,24 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from spark_connector import connect, ids, planning, streams
 from spark_connector import group as grp
-from spark_connector import ids, planning, streams
 from spark_connector import options as opt
 from spark_connector.convert import BatchBuilder
 from spark_connector.planning import Offsets, Position, RangeSpec
 from spark_connector.range_read import LossReporter, gap_loss, read_range
 from spark_connector.streams import StreamInfo
+
+T = TypeVar("T")
+
+
+def partition_link(ropts: opt.ReadOptions, spec: RangeSpec) -> connect.Link:
+    """Where a partition reads: the primary, or (``readFrom``) a replica that has its range;
+    partitions start at different replicas (by a hash of the range)."""
+    if ropts.read_from == opt.PRIMARY or spec.sync is None:
+        return connect.Primary(ropts.conn)
+    seed = zlib.crc32(f"{spec.stream}\0{spec.lo}".encode())
+    return connect.Replica(ropts, spec.stream, spec.sync, seed)
 
 
 def _read_partition(
@@ -35,9 +52,18 @@ def _read_partition(
     spec = partition.value
     if not isinstance(spec, RangeSpec):
         return  # Spark's placeholder partition when there was nothing to plan
-    client = opt.client(ropts.conn)
-    for chunk in read_range(client, spec, ropts):
+    for chunk in read_range(partition_link(ropts, spec), spec, ropts):
         yield builder.build(spec.stream, chunk)
+
+
+def _plan_partitions(
+    client: redis.Redis, ropts: opt.ReadOptions, specs: list[RangeSpec]
+) -> list[InputPartition]:
+    if not ropts.group:
+        specs = planning.with_expectations(client, specs)
+    if ropts.read_from != opt.PRIMARY:
+        specs = planning.with_sync(client, specs)
+    return [InputPartition(spec) for spec in specs]
 
 
 class XStreamBatchReader(DataSourceReader):
@@ -49,14 +75,15 @@ class XStreamBatchReader(DataSourceReader):
         self.builder = builder
 
     def partitions(self) -> list[InputPartition]:
+        return connect.call(self.ropts.conn, self._partitions, "planning a batch read")
+
+    def _partitions(self, client: redis.Redis) -> list[InputPartition]:
         ropts = self.ropts
-        client = opt.client(ropts.conn)
         start = planning.resolve_start(client, ropts.starting_offsets, ropts.streams)
         end = planning.resolve_end(client, ropts.ending_offsets, start)
         firsts = planning.first_ids(client, start, end) if ropts.partitions_per_stream > 1 else None
         specs = planning.plan_ranges(start, end, ropts.partitions_per_stream, firsts)
-        specs = planning.with_expectations(client, specs)
-        return [InputPartition(spec) for spec in specs]
+        return _plan_partitions(client, ropts, specs)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read_partition(partition, self.ropts, self.builder)
@@ -89,32 +116,35 @@ class XStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         state["_client"] = None  # connections are never pickled
         return state
 
-    @property
-    def client(self) -> redis.Redis:
-        if self._client is None:
-            self._client = opt.client(self.ropts.conn)
-        return self._client
+    def _call(self, fn: Callable[[redis.Redis], T], what: str) -> T:
+        """``fn(client)`` on the primary, run again after a failover (``connect.call``)."""
+
+        def attempt(client: redis.Redis) -> T:
+            self._client = client
+            return fn(client)
+
+        return connect.call(self.ropts.conn, attempt, what)
 
     # -- offsets ---------------------------------------------------------------------
 
-    def _initial(self, keys: list[str]) -> dict[str, Position]:
+    def _initial(self, client: redis.Redis, keys: list[str]) -> dict[str, Position]:
         ropts = self.ropts
         if not ropts.group:
-            return planning.resolve_positions(self.client, ropts.starting_offsets, keys)
+            return planning.resolve_positions(client, ropts.starting_offsets, keys)
         assert ropts.consumer is not None
         wanted = planning.per_stream_spec(ropts.starting_offsets, keys)
         out: dict[str, Position] = {}
         for key in keys:
             want = wanted[key]
             create_at = {"earliest": "0", "latest": "$"}.get(want, want)
-            grp.ensure_group(self.client, key, ropts.group, create_at)
-            out[key] = Position(
-                grp.initial_position(self.client, key, ropts.group, ropts.consumer)
-            )
+            grp.ensure_group(client, key, ropts.group, create_at)
+            out[key] = Position(grp.initial_position(client, key, ropts.group, ropts.consumer))
         return out
 
     def initialOffset(self) -> Json:  # noqa: N802 - Spark's name
-        return {k: p.to_json() for k, p in self._initial(list(self.ropts.streams)).items()}
+        keys = list(self.ropts.streams)
+        found = self._call(lambda c: self._initial(c, keys), "finding the initial offset")
+        return {k: p.to_json() for k, p in found.items()}
 
     def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
         n = self.ropts.max_records_per_batch
@@ -122,20 +152,24 @@ class XStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
         # The target: every stream's tail now; later entries wait for the next run.
-        self._target = streams.infos(self.client, list(self.ropts.streams))
+        keys = list(self.ropts.streams)
+        self._target = self._call(lambda c: streams.infos(c, keys), "reading the streams' tails")
 
     def latestOffset(self, start: Json, limit: ReadLimit) -> Json:  # noqa: N802
+        return self._call(lambda c: self._latest(c, start, limit), "planning a micro-batch")
+
+    def _latest(self, client: redis.Redis, start: Json, limit: ReadLimit) -> Json:
         ropts = self.ropts
         # streams dropped from the options leave the offset; new ones join at their
         # starting position and are read from the next batch on
         begin = {k: Position.from_json(v) for k, v in start.items() if k in ropts.streams}
-        joined = self._initial([k for k in ropts.streams if k not in begin])
+        joined = self._initial(client, [k for k in ropts.streams if k not in begin])
         known = {k: p.id for k, p in begin.items()}
         if ropts.group:
             # Spark plans a batch only after the previous one completed: everything up to
             # start is processed, including the last batch of a previous run.
-            self._ack(known)
-        now = streams.infos(self.client, list(known))
+            self._ack(client, known)
+        now = streams.infos(client, list(known))
         limits = self._target if self._target is not None else now
         cap_info = {k: limits.get(k) for k in known}
         caps = {
@@ -152,9 +186,9 @@ class XStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         fetch: planning.FetchFn | None
         if ropts.group:
             assert ropts.consumer is not None
-            fetch = grp.claim_fetch(self.client, ropts.group, ropts.consumer)
+            fetch = grp.claim_fetch(client, ropts.group, ropts.consumer)
         elif max_rows is not None:
-            fetch = planning.xrange_fetch(self.client)
+            fetch = planning.xrange_fetch(client)
         else:
             fetch = None
         peeks: dict[str, str | None] = {}
@@ -178,30 +212,32 @@ class XStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return out
 
     def reportLatestOffset(self) -> Json:  # noqa: N802
-        tails = streams.last_ids(self.client, list(self.ropts.streams))
+        keys = list(self.ropts.streams)
+        tails = self._call(lambda c: streams.last_ids(c, keys), "reading the streams' tails")
         return {k: Position(v).to_json() for k, v in tails.items()}
 
     def partitions(self, start: Json, end: Json) -> list[InputPartition]:
         specs = planning.plan_ranges(_ids(start), _ids(end), self.ropts.partitions_per_stream)
-        if not self.ropts.group:
-            specs = planning.with_expectations(self.client, specs)
-        return [InputPartition(spec) for spec in specs]
+        return self._call(
+            lambda c: _plan_partitions(c, self.ropts, specs), "planning a micro-batch's ranges"
+        )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read_partition(partition, self.ropts, self.builder)
 
     # -- consumer group acknowledgements -------------------------------------------------
 
-    def _ack(self, done: Offsets) -> None:
+    def _ack(self, client: redis.Redis, done: Offsets) -> None:
         ropts = self.ropts
         assert ropts.group is not None and ropts.consumer is not None
         for key, upto in done.items():
             if key in ropts.streams:
-                grp.ack_upto(self.client, key, ropts.group, ropts.consumer, upto)
+                grp.ack_upto(client, key, ropts.group, ropts.consumer, upto)
 
     def commit(self, end: Json) -> None:
         if self.ropts.group:
-            self._ack(_ids(end))
+            done = _ids(end)
+            self._call(lambda c: self._ack(c, done), "acknowledging a micro-batch")
 
     def stop(self) -> None:
         # In group mode everything Spark has confirmed is already acknowledged; entries

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
+from spark_connector import connect
 from spark_connector import options as opt
 from spark_connector.convert import DEFAULT_SCHEMA, BatchBuilder
 from spark_connector.readers import XStreamBatchReader, XStreamStreamReader
@@ -38,7 +39,8 @@ class XStreamDataSource(DataSource):
             if wopts.stream is None:
                 raise opt.OptionError("overwrite needs a fixed target: set option stream")
             # Runs once, on the driver, before any task writes.
-            opt.client(wopts.conn).delete(wopts.stream)
+            target = wopts.stream
+            connect.call(wopts.conn, lambda c: c.delete(target), f"deleting {target!r}")
         return XStreamWriter(schema, wopts)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> XStreamStreamWriter:  # noqa: N802

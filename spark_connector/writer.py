@@ -14,6 +14,16 @@ checkpoint, and the batch id comes from Spark, so a micro-batch that is retried 
 failed task, or the whole batch after a driver restart - finds its markers and adds
 nothing twice. Batch jobs (``idempotent=true``) use a random id per job and batch 0;
 their markers expire after a day, since only retries inside the job need them.
+
+Failover (see ``connect``): the write runs on the primary that Sentinel names. An
+idempotent task's transaction is retried as a whole against the new primary after a
+connection error or READONLY; the markers travel in the same MULTI/EXEC as the entries,
+so a replica holds both or neither, and the retry skips exactly what the new primary
+already has. Pipelined (non-idempotent) writes retry the chunk that failed, which may
+then be added twice: at-least-once, as a retried task is. With ``waitReplicas`` each
+transaction (or chunk) is followed by WAIT on the same connection, and too few
+acknowledgements count as a failure to retry, so a task completes only once its entries
+are on that many replicas and a failover cannot lose them.
 """
 
 from __future__ import annotations
@@ -36,9 +46,10 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 from pyspark.sql.types import MapType, StructType
+from redis.connection import AbstractConnection
 
+from spark_connector import connect, wire
 from spark_connector import options as opt
-from spark_connector import wire
 
 log = logging.getLogger("spark_connector")
 
@@ -152,32 +163,73 @@ def _raise_errors(results: list[Any], what: str) -> None:
         raise WriteError(f"{len(errors)} of {len(results)} {what} failed; first: {errors[0]}")
 
 
+def _raise_retryable(results: list[Any]) -> None:
+    """Raise a refusal that running the write again may get past: the server is a replica
+    now (READONLY: it was demoted), or it has too few replicas (NOREPLICAS)."""
+    for reply in results:
+        if isinstance(reply, redis.ResponseError) and connect.retryable(reply):
+            raise reply
+
+
+def _wait_replicas(conn: AbstractConnection, wopts: opt.WriteOptions) -> None:
+    """WAIT until ``waitReplicas`` replicas have this connection's writes (and, since a
+    primary's replicas apply its writes in order, everything written before them)."""
+    if not wopts.wait_replicas:
+        return
+    (acked,) = wire.roundtrip(conn, [("WAIT", wopts.wait_replicas, wopts.wait_timeout_ms)])
+    if isinstance(acked, Exception):
+        raise acked
+    if int(acked) < wopts.wait_replicas:
+        raise connect.NotReplicated(
+            f"written, but acknowledged by {int(acked)} of {wopts.wait_replicas} replicas "
+            f"within {wopts.wait_timeout_ms} ms (waitReplicas, waitTimeout)"
+        )
+
+
+def _send_chunk(
+    client: redis.Redis, commands: list[tuple[Any, ...]], wopts: opt.WriteOptions
+) -> None:
+    with wire.connection(client) as conn:
+        results = wire.roundtrip(conn, commands)
+        _raise_retryable(results)
+        _raise_errors(results, "XADDs")
+        _wait_replicas(conn, wopts)
+
+
 def write_pipelined(
-    client: redis.Redis, layout: RowLayout, wopts: opt.WriteOptions, rows: Iterator[Any]
+    target: redis.Redis | connect.Link,
+    layout: RowLayout,
+    wopts: opt.WriteOptions,
+    rows: Iterator[Any],
 ) -> WriteResult:
-    """Plain writes: XADD pipelined in chunks of ``batchSize``, no transaction."""
+    """Plain writes: XADD pipelined in chunks of ``batchSize``, no transaction. A chunk
+    that fails with a retryable error is sent again (at-least-once)."""
+    link = connect.as_link(target)
     result = WriteResult()
     trim = wopts.trim_args()
     chunk: list[tuple[Any, ...]] = []
-    with wire.connection(client) as conn:
-        for row in rows:
-            entry = layout.entry(row)
-            if entry is None:
-                result.skipped_rows += 1
-                continue
-            stream, entry_id, pairs = entry
-            chunk.append(("XADD", stream, *trim, entry_id, *pairs))
-            if len(chunk) == wopts.batch_size:
-                _raise_errors(wire.roundtrip(conn, chunk), "XADDs")
-                result.written += len(chunk)
-                chunk = []
-        _raise_errors(wire.roundtrip(conn, chunk), "XADDs")
-        result.written += len(chunk)
+
+    def flush(commands: list[tuple[Any, ...]]) -> None:
+        link.run(lambda c: _send_chunk(c, commands, wopts), f"writing {len(commands)} entries")
+        result.written += len(commands)
+
+    for row in rows:
+        entry = layout.entry(row)
+        if entry is None:
+            result.skipped_rows += 1
+            continue
+        stream, entry_id, pairs = entry
+        chunk.append(("XADD", stream, *trim, entry_id, *pairs))
+        if len(chunk) == wopts.batch_size:
+            flush(chunk)
+            chunk = []
+    if chunk:
+        flush(chunk)
     return result
 
 
 def write_once(
-    client: redis.Redis,
+    target: redis.Redis | connect.Link,
     layout: RowLayout,
     wopts: opt.WriteOptions,
     rows: Iterator[Any],
@@ -187,21 +239,40 @@ def write_once(
 ) -> WriteResult:
     """Idempotent writes: one MULTI/EXEC per task, guarded by per-stream markers.
 
-    The transaction is sent in chunks of ``batchSize`` commands (each answered with
-    QUEUED) so neither side buffers the whole partition at once.
+    The rows are buffered first; the transaction (``_write_marked``) may then run again
+    after a failover, and finds out from the markers what is already there.
     """
-    result = WriteResult()
+    skipped_rows = 0
     trim = wopts.trim_args()
     by_stream: dict[str, list[tuple[Any, ...]]] = {}
     for row in rows:
         entry = layout.entry(row)
         if entry is None:
-            result.skipped_rows += 1
+            skipped_rows += 1
             continue
         stream, entry_id, pairs = entry
         by_stream.setdefault(stream, []).append(("XADD", stream, *trim, entry_id, *pairs))
     if not by_stream:
-        return result
+        return WriteResult(skipped_rows=skipped_rows)
+    result = connect.as_link(target).run(
+        lambda c: _write_marked(c, wopts, by_stream, marker, batch_id, marker_ttl),
+        f"writing batch {batch_id} ({marker})",
+    )
+    result.skipped_rows = skipped_rows
+    return result
+
+
+def _write_marked(
+    client: redis.Redis,
+    wopts: opt.WriteOptions,
+    by_stream: dict[str, list[tuple[Any, ...]]],
+    marker: str,
+    batch_id: int,
+    marker_ttl: int | None,
+) -> WriteResult:
+    """The transaction of ``write_once``, sent in chunks of ``batchSize`` commands (each
+    answered with QUEUED) so neither side buffers the whole partition at once."""
+    result = WriteResult()
     keys = [marker_key(s, marker) for s in by_stream]
     expiry = ["EX", marker_ttl] if marker_ttl else []
     with wire.connection(client) as conn:
@@ -217,7 +288,19 @@ def write_once(
             ]
             result.skipped_streams = sorted(set(by_stream) - set(todo))
             if not todo:
-                wire.roundtrip(conn, [("UNWATCH",)])
+                if wopts.wait_replicas:
+                    # Written by an earlier attempt, perhaps on a connection that is gone:
+                    # write the markers again (unchanged, if nobody changed them) so that
+                    # WAIT covers them, and with them the entries written before.
+                    again = [("SET", key, mark, "KEEPTTL") for key, mark in zip(keys, seen,
+                                                                               strict=True)]
+                    replies = wire.roundtrip(conn, [("MULTI",), *again, ("EXEC",)])
+                    _raise_retryable(replies)
+                    if replies[-1] is None:
+                        continue  # a marker changed meanwhile: look again
+                    _wait_replicas(conn, wopts)
+                else:
+                    wire.roundtrip(conn, [("UNWATCH",)])
                 return result
             commands: list[tuple[Any, ...]] = [("MULTI",)]
             for stream in todo:
@@ -225,13 +308,17 @@ def write_once(
                 commands.append(("SET", marker_key(stream, marker), batch_id, *expiry))
             for start in range(0, len(commands), wopts.batch_size):
                 # replies are QUEUED; a command refused here makes EXEC fail (EXECABORT)
-                wire.roundtrip(conn, commands[start : start + wopts.batch_size])
+                queued = wire.roundtrip(conn, commands[start : start + wopts.batch_size])
+                # a demoted primary, too few replicas: leave (the dropped connection
+                # discards the MULTI)
+                _raise_retryable(queued)
             (outcome,) = wire.roundtrip(conn, [("EXEC",)])
             if outcome is None:
                 continue  # a watched marker changed: another attempt wrote, look again
             if isinstance(outcome, Exception):
                 raise WriteError(f"the write transaction was refused: {outcome}")
             _raise_errors(outcome, "XADDs in the transaction")
+            _wait_replicas(conn, wopts)
             result.written = len(commands) - 1 - len(todo)
             return result
 
@@ -250,14 +337,14 @@ class XStreamWriter(DataSourceArrowWriter):
         self.write_id = "write-" + uuid.uuid4().hex
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteResult:
-        client = opt.client(self.wopts.conn)
+        link = connect.Primary(self.wopts.conn)
         rows = arrow_rows(iterator)
         if not self.wopts.idempotent:
-            return write_pipelined(client, self.layout, self.wopts, rows)
+            return write_pipelined(link, self.layout, self.wopts, rows)
         ctx = _task_context()
         part = ctx.partitionId() if ctx is not None else 0
         marker = f"{self.write_id}:{part}"
-        return write_once(client, self.layout, self.wopts, rows, marker, 0, BATCH_MARKER_TTL)
+        return write_once(link, self.layout, self.wopts, rows, marker, 0, BATCH_MARKER_TTL)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         total = sum(m.written for m in messages if isinstance(m, WriteResult))
@@ -272,17 +359,17 @@ class XStreamStreamWriter(DataSourceStreamArrowWriter):
         self.layout = RowLayout(schema, wopts)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteResult:
-        client = opt.client(self.wopts.conn)
+        link = connect.Primary(self.wopts.conn)
         rows = arrow_rows(iterator)
         if not self.wopts.idempotent:
-            return write_pipelined(client, self.layout, self.wopts, rows)
+            return write_pipelined(link, self.layout, self.wopts, rows)
         ctx = _task_context()
         query_id = ctx.getLocalProperty(QUERY_ID_PROPERTY) if ctx is not None else None
         batch_id = ctx.getLocalProperty(BATCH_ID_PROPERTY) if ctx is not None else None
         if query_id is None or batch_id is None:
             raise WriteError("idempotent streaming write outside a streaming query task")
         marker = f"{query_id}:{ctx.partitionId()}"
-        return write_once(client, self.layout, self.wopts, rows, marker, int(batch_id))
+        return write_once(link, self.layout, self.wopts, rows, marker, int(batch_id))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         total = sum(m.written for m in messages if isinstance(m, WriteResult))

@@ -153,13 +153,14 @@ def test_idempotent_batch_write_retry_adds_nothing(
     """A retried task (same write id and partition) finds its marker and skips."""
     from pyspark.sql.types import StringType, StructField, StructType
 
+    from spark_connector import connect
     from spark_connector import options as opt
     from spark_connector.writer import RowLayout, marker_key, write_once
 
     schema = StructType([StructField("v", StringType())])
     wopts = opt.WriteOptions.parse({**conn, "stream": "once"}, streaming=False)
     layout = RowLayout(schema, wopts)
-    client = opt.client(wopts.conn)
+    client = connect.client(wopts.conn)
     rows = [(str(i),) for i in range(7)]
     first = write_once(client, layout, wopts, iter(rows), "job1:0", 0)
     again = write_once(client, layout, wopts, iter(rows), "job1:0", 0)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import redis
 
+from spark_connector import connect, planning, streams
 from spark_connector import group as grp
 from spark_connector import options as opt
-from spark_connector import planning, streams
 from spark_connector.range_read import DataLossError, read_group, read_plain
 from tests.helpers import ServerProcess
 from tests.spark.util import add_entries
@@ -22,7 +22,7 @@ def ropts(server: ServerProcess) -> opt.ReadOptions:
 
 
 def _client(ropts: opt.ReadOptions) -> redis.Redis:
-    return opt.client(ropts.conn)
+    return connect.client(ropts.conn)
 
 
 def _spec(client: redis.Redis, key: str, lo: str, hi: str) -> planning.RangeSpec:

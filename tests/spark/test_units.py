@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import pickle
 
 import pytest
 from hypothesis import given, settings
@@ -25,11 +26,23 @@ from pyspark.sql.types import (  # noqa: E402
     TimestampType,
 )
 
-from spark_connector import ids  # noqa: E402
+from spark_connector import connect, ids  # noqa: E402
 from spark_connector.convert import DEFAULT_SCHEMA, BatchBuilder  # noqa: E402
-from spark_connector.options import OptionError, ReadOptions, WriteOptions  # noqa: E402
-from spark_connector.planning import Fetched, Position, plan_end, plan_ranges  # noqa: E402
+from spark_connector.options import (  # noqa: E402
+    ConnOptions,
+    OptionError,
+    ReadOptions,
+    WriteOptions,
+)
+from spark_connector.planning import (  # noqa: E402
+    Fetched,
+    Position,
+    RangeSpec,
+    plan_end,
+    plan_ranges,
+)
 from spark_connector.range_read import gap_loss  # noqa: E402
+from spark_connector.readers import partition_link  # noqa: E402
 from spark_connector.streams import StreamInfo, parse_xinfo_stream  # noqa: E402
 from spark_connector.writer import RowLayout  # noqa: E402
 
@@ -219,6 +232,103 @@ def test_write_options_trim_arguments() -> None:
     assert exact.trim_args() == ["MINID", "5-0"] and exact.idempotent
     with pytest.raises(OptionError):
         WriteOptions.parse({"maxlen": "1", "minid": "2-0"}, streaming=False)
+
+
+def test_sentinel_options() -> None:
+    """sentinels/sentinelMaster name the primary; retries are on by default with them."""
+    opts = ReadOptions.parse(
+        {"streams": "a", "Sentinels": "s1:26380, [::1]:5000,s3", "sentinelMaster": "main",
+         "sentinelUsername": "watcher", "sentinelPassword": "pw", "password": "data-pw"},
+        streaming=True,
+    )
+    conn = opts.conn
+    assert conn.sentinels == (("s1", 26380), ("::1", 5000), ("s3", 26379))
+    assert (conn.sentinel_master, conn.sentinel_username, conn.sentinel_password) == (
+        "main", "watcher", "pw")
+    assert conn.password == "data-pw" and conn.retry_timeout == 60
+    assert ConnOptions.parse({"host": "h"}).retry_timeout == 0  # no retries without Sentinel
+    assert ConnOptions.parse({"host": "h", "retryTimeout": "2.5"}).retry_timeout == 2.5
+    assert ConnOptions.parse({"sentinels": "s", "sentinelMaster": "m",
+                              "retryTimeout": "0"}).retry_timeout == 0
+    assert pickle.loads(pickle.dumps(opts)) == opts
+    errors = {
+        "needs option sentinelMaster": {"sentinels": "s1:1"},
+        "sentinelMaster needs option sentinels": {"sentinelMaster": "m"},
+        "sentinelPassword needs option sentinels": {"sentinelPassword": "pw"},
+        "do not set host, port": {"sentinels": "s1", "sentinelMaster": "m", "host": "h",
+                                  "port": "1"},
+        "bad port": {"sentinels": "s1:x", "sentinelMaster": "m"},
+        "write an IPv6 address as": {"sentinels": "::1:5", "sentinelMaster": "m"},
+        "sentinels is empty": {"sentinels": " , ", "sentinelMaster": "m"},
+        "bad address": {"sentinels": "s1:70000", "sentinelMaster": "m"},
+        "retryTimeout must be >= 0": {"retryTimeout": "-1"},
+        "retryTimeout must be a number": {"retryTimeout": "soon"},
+    }
+    for message, bad in errors.items():
+        with pytest.raises(OptionError, match=message):
+            ConnOptions.parse(bad)
+
+
+def test_read_from_options() -> None:
+    sentinel = {"streams": "a", "sentinels": "s1", "sentinelMaster": "m"}
+    assert ReadOptions.parse(sentinel, streaming=False).read_from == "primary"
+    for spelled, canonical in (("replica", "replica"), ("PreferReplica", "preferReplica"),
+                             ("PRIMARY", "primary")):
+        opts = ReadOptions.parse({**sentinel, "readFrom": spelled}, streaming=False)
+        assert opts.read_from == canonical
+    explicit = ReadOptions.parse(
+        {"streams": "a", "readFrom": "replica", "replicas": "r1:7001,r2",
+         "replicaWaitTimeout": "0.5"}, streaming=True)
+    assert explicit.replicas == (("r1", 7001), ("r2", 6379))
+    assert explicit.replica_wait_timeout == 0.5
+    errors = {
+        "readFrom must be primary, replica or preferReplica": {**sentinel, "readFrom": "any"},
+        "needs replicas to read from": {"streams": "a", "readFrom": "replica"},
+        "only used with readFrom": {"streams": "a", "replicas": "r1"},
+        "sentinels and replicas are exclusive": {**sentinel, "readFrom": "replica",
+                                                 "replicas": "r1"},
+        "readFrom must be primary with option group": {**sentinel, "readFrom": "replica",
+                                                       "group": "g"},
+        "replicaWaitTimeout must be >= 0": {**sentinel, "replicaWaitTimeout": "-2"},
+        "waitReplicas is for writes": {**sentinel, "waitReplicas": "1"},
+    }
+    for message, bad in errors.items():
+        with pytest.raises(OptionError, match=message):
+            ReadOptions.parse(bad, streaming=True)
+
+
+def test_write_options_for_replication() -> None:
+    wopts = WriteOptions.parse({"stream": "s", "waitReplicas": "2", "waitTimeout": "250",
+                                "readFrom": "primary"}, streaming=True)
+    assert (wopts.wait_replicas, wopts.wait_timeout_ms) == (2, 250)
+    plain = WriteOptions.parse({"stream": "s"}, streaming=True)
+    assert (plain.wait_replicas, plain.wait_timeout_ms) == (0, 5000)
+    errors = {
+        "readFrom is for reads": {"readFrom": "replica"},
+        "replicas is for reads": {"replicas": "r1"},
+        "waitTimeout must be >= 1": {"waitTimeout": "0"},
+        "waitReplicas must be an integer": {"waitReplicas": "all"},
+    }
+    for message, bad in errors.items():
+        with pytest.raises(OptionError, match=message):
+            WriteOptions.parse({"stream": "s", **bad}, streaming=True)
+
+
+def test_range_specs_and_replica_links_pickle_as_plain_data() -> None:
+    """What executors get: ranges carry the ID a replica must reach; links hold options."""
+    spec = RangeSpec("s", "1-0", "9-0", expect="2-0", sync="8-0")
+    assert pickle.loads(pickle.dumps(spec)) == spec
+    ropts = ReadOptions.parse({"streams": "s", "readFrom": "replica", "replicas": "r1"},
+                              streaming=False)
+    link = partition_link(ropts, spec)
+    assert isinstance(link, connect.Replica) and link.sync == "8-0"
+    assert isinstance(partition_link(ropts, RangeSpec("s", "1-0", "9-0")), connect.Primary)
+    primary = ReadOptions.parse({"streams": "s"}, streaming=False)
+    assert isinstance(partition_link(primary, spec), connect.Primary)
+    # partitions start at different replicas
+    seeds = {partition_link(ropts, RangeSpec("s", f"{i}-0", "99-0", sync="9-0")).seed % 3
+             for i in range(30)}
+    assert seeds == {0, 1, 2}
 
 
 # -- conversion --------------------------------------------------------------------------
