@@ -103,6 +103,9 @@ def option_lines(spec: OptionSpec, value: Any, cwd: str) -> list[Line]:
         return [(f"{name} {spec.render(value) if value else quote('')}", True)]
     if name == "notify-keyspace-events":
         return [(f"{name} {quote(spec.render(value))}", value != 0)]
+    if name == "replicaof":
+        # A primary has no replicaof line (rewriteConfigReplicaOfOption drops it).
+        return [] if value is None else [(f"{name} {value[0]} {value[1]}", True)]
     if name in NULL_WHEN_EMPTY:
         return [(f"{name} {quote(value)}", True)] if value else []
     force = value != default

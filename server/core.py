@@ -558,6 +558,7 @@ class ServerCore:
 
     def set_replica_mode(self, on: bool) -> None:
         self.replica_mode = on
+        self.log.role = "S" if on else "M"  # (the role letter of the log lines, as Redis's)
         paused = on or self.pause.mode is not None
         for db in self.dbs:
             db.expiry_paused = paused

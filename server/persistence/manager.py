@@ -96,7 +96,8 @@ class Persistence:
         server.persistence = self
         server.before_sleep_hooks.append(self.before_sleep)
         server.cron_hooks.append(self.cron)
-        server.shutdown_hooks.append(self.on_shutdown)
+        # (first: a failed final save stops the shutdown before any other hook acts)
+        server.shutdown_hooks.insert(0, self.on_shutdown)
         server.debug_handlers["reload"] = self.loader.debug_reload
         server.debug_handlers["loadaof"] = self.loader.debug_loadaof
         server.debug_handlers["aof-write-error"] = self._debug_write_error

@@ -31,6 +31,7 @@ def attach(server: Server) -> Replication:
     repl.role_changed = service.arm_refusal
     server.close_hooks.append(repl.detach)
     server.script_write_checks.append(service.refuse_script)
+    server.shutdown_hooks.append(service.on_shutdown)
     server.cron_hooks.append(service.cron)
     server.before_sleep_hooks.append(service.before_sleep)
     config = server.config
@@ -88,6 +89,14 @@ class _Service:
         if wanted and config["min-replicas-max-lag"] and repl.good_replicas() < wanted:
             return NOREPLICAS_TEXT
         return None
+
+    def on_shutdown(self, flags: int) -> bool:
+        """The link to the primary ends for good before the clients close (its coroutine
+        must not reconnect while the event loop winds down)."""
+        link = self.repl.master
+        if link is not None:
+            link.stop()
+        return True
 
     def refuse_script(self, caller: Client) -> str | None:
         """A script that may write, at its start (scriptPrepareForRun)."""

@@ -17,6 +17,7 @@ from server.config_rewrite import (
     SIGNATURE,
     format_memory,
     quote,
+    rewrite_config_file,
     rewrite_config_text,
     write_file_atomically,
 )
@@ -297,3 +298,19 @@ def test_user_lines_replace_the_files_and_come_after_every_option() -> None:
 def test_user_lines_are_dropped_when_users_live_in_an_aclfile() -> None:
     text = rewrite_config_text("user old on\nport 6379\n", Config(), CWD, None)
     assert "user" not in text and "port 6379" in text
+
+
+def test_replicaof_is_written_for_a_replica_and_dropped_for_a_primary(tmp_path: Path) -> None:
+    """As Sentinel's failover needs: REPLICAOF host port then CONFIG REWRITE names the primary
+    (unquoted, as Redis writes it); REPLICAOF NO ONE then CONFIG REWRITE removes the line,
+    which redis-server would refuse empty."""
+    conf = tmp_path / "x.conf"
+    conf.write_text("replicaof 127.0.0.1 6380\n")
+    config = Config()
+    config.config_file = str(conf)
+    config.set_internal("replicaof", ("10.0.0.1", 7000))
+    rewrite_config_file(config, str(tmp_path))
+    assert "replicaof 10.0.0.1 7000\n" in conf.read_text()
+    config.set_internal("replicaof", None)
+    rewrite_config_file(config, str(tmp_path))
+    assert not any(line.startswith("replicaof") for line in conf.read_text().splitlines())
