@@ -359,3 +359,17 @@ def test_min_replicas_to_write(primary: ServerProcess) -> None:
                  "a good replica")
         assert p.xadd("s", {"a": 1})
     p.config_set("min-replicas-to-write", "0")
+
+
+def test_writes_are_refused_from_the_moment_replicaof_returns(primary: ServerProcess) -> None:
+    with ServerProcess("xstreamd", FAST) as other:
+        o = client(other)
+        o.execute_command("REPLICAOF", "127.0.0.1", primary.port)
+        with pytest.raises(redis.ReadOnlyError):
+            o.xadd("s", {"a": 1})
+        with o.pipeline(transaction=True) as tx:  # refused at queue time: EXECABORT
+            tx.xadd("s", {"a": 1})
+            with pytest.raises(redis.ReadOnlyError, match="read only replica"):
+                tx.execute()
+        o.execute_command("REPLICAOF", "NO", "ONE")
+        assert o.xadd("s", {"a": 1})
