@@ -373,3 +373,25 @@ def test_writes_are_refused_from_the_moment_replicaof_returns(primary: ServerPro
                 tx.execute()
         o.execute_command("REPLICAOF", "NO", "ONE")
         assert o.xadd("s", {"a": 1})
+
+
+def test_a_replica_keeps_its_own_aof(primary: ServerProcess) -> None:
+    """After the full sync the replica's AOF starts again from a rewrite of the data it loaded;
+    what it applies afterwards is appended; restarted alone, it holds the same data."""
+    p = client(primary)
+    fill(p, streams=1, entries=60)
+    with ServerProcess("xstreamd", ["--replicaof", "127.0.0.1", str(primary.port),
+                                    "--appendonly", "yes", "--appendfsync", "always",
+                                    "--save", ""]) as replica:
+        wait_link_up(replica)
+        p.xadd("s0", {"after": "sync"})
+        p.set("after", "sync")
+        wait_caught_up(primary, replica)
+        wait_for(lambda: info(replica, "persistence")["aof_rewrite_in_progress"] == 0
+                 and info(replica, "persistence")["aof_enabled"] == 1, 30, "the AOF rewrite")
+        expected = dataset(primary)
+        directory = replica.dir
+        replica.stop(cleanup=False)
+        with ServerProcess("xstreamd", ["--appendonly", "yes", "--save", ""],
+                           workdir=directory) as alone:
+            assert dataset(alone) == expected

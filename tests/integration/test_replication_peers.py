@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -112,3 +114,23 @@ def test_disk_based_sync_to_valkey() -> None:
             wait_link_up(replica)
             wait_caught_up(primary, replica)
             assert dataset(replica) == dataset(primary)
+
+
+@pytest.mark.parametrize("diskless", ["yes", "no"])
+def test_redis_cli_rdb_of_xstreamd_loads_into_valkey(diskless: str, tmp_path: Path) -> None:
+    """`redis-cli --rdb file` (REPLCONF rdb-only, then SYNC) saves a file Valkey loads."""
+    _require("valkey")
+    if shutil.which("redis-cli") is None:
+        pytest.skip("needs redis-cli")
+    with ServerProcess("xstreamd", [*OURS, "--repl-diskless-sync", diskless]) as primary:
+        fill(client(primary), streams=2, entries=80)
+        expected = dataset(primary)
+        workdir = tmp_path / "valkey"
+        workdir.mkdir()
+        done = subprocess.run(["redis-cli", "-p", str(primary.port), "--rdb",
+                               str(workdir / "dump.rdb")], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "Transfer finished with success" in done.stdout + done.stderr
+    with ServerProcess("valkey", ["--dbfilename", "dump.rdb"], workdir=str(workdir)) as peer:
+        assert dataset(peer) == expected
