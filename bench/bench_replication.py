@@ -6,7 +6,8 @@
    its own kind; the time from REPLICAOF to the replica's link up and caught up, diskless and
    to disk.
 2. The cost of a replica to the primary: its CPU per XADD (redis-benchmark, 50 clients) with
-   no replica and with one attached, and the ratio of the two.
+   no replica and with one attached (two primaries loaded in alternating shares), and the
+   ratio of the two.
 """
 
 from __future__ import annotations
@@ -61,24 +62,31 @@ def full_sync_seconds(kind: str, entries: int, diskless: str) -> float:
             return time.monotonic() - started
 
 
-def xadd_cpu_us(kind: str, requests: int, replicas: int) -> float:
+def xadd_cpu_us(kind: str, requests: int, shares: int = 10) -> tuple[float, float]:
+    """Primary CPU per XADD without and with one replica: two primaries loaded in
+    alternating shares, so that both see the same machine."""
     args = OURS if kind == "xstreamd" else []
-    with ServerProcess(kind, args) as primary:
-        attached = [ServerProcess(kind, [*args, "--replicaof", "127.0.0.1",
-                                         str(primary.port)]).start() for _ in range(replicas)]
-        try:
-            for replica in attached:
-                while not _synced(primary, replica):
-                    time.sleep(0.01)
-            pid = primary.proc.pid  # type: ignore[union-attr]
-            load = ["-c", "50", "-n", str(requests), "XADD", "bench:s", "*", "f", "v"]
-            common.redis_benchmark(primary.port, ["-c", "50", "-n", "20000", "PING"])  # warm up
-            before = common.cpu_seconds(pid)
-            common.redis_benchmark(primary.port, load)
-            return (common.cpu_seconds(pid) - before) / requests * 1e6
-        finally:
-            for replica in attached:
-                replica.stop()
+    alone = ServerProcess(kind, args).start()
+    paired = ServerProcess(kind, args).start()
+    replica = ServerProcess(kind, [*args, "--replicaof", "127.0.0.1", str(paired.port)]).start()
+    try:
+        while not _synced(paired, replica):
+            time.sleep(0.01)
+        cpu = {"alone": 0.0, "paired": 0.0}
+        share = requests // shares
+        load = ["-c", "50", "-n", str(share), "XADD", "bench:s", "*", "f", "v"]
+        for turn in range(shares):
+            order = [("alone", alone), ("paired", paired)]
+            for name, proc in order if turn % 2 == 0 else order[::-1]:
+                pid = proc.proc.pid  # type: ignore[union-attr]
+                before = common.cpu_seconds(pid)
+                common.redis_benchmark(proc.port, load)
+                cpu[name] += common.cpu_seconds(pid) - before
+        total = share * shares
+        return cpu["alone"] / total * 1e6, cpu["paired"] / total * 1e6
+    finally:
+        for proc in (replica, paired, alone):
+            proc.stop()
 
 
 def main() -> None:
@@ -94,8 +102,7 @@ def main() -> None:
               f"{theirs:6.2f}  ratio {ours / theirs:.2f}")
     print(f"primary CPU per XADD, {args.requests} XADDs from 50 clients (us)")
     for kind in ("xstreamd", "redis"):
-        alone = xadd_cpu_us(kind, args.requests, 0)
-        with_one = xadd_cpu_us(kind, args.requests, 1)
+        alone, with_one = xadd_cpu_us(kind, args.requests)
         print(f"  {kind:12} no replica {alone:6.2f}  one replica {with_one:6.2f}  "
               f"added {100 * (with_one / alone - 1):5.1f}%")
 

@@ -21,6 +21,7 @@ from storage.listpack import (
     HEADER_SIZE,
     NUMELE_UNKNOWN,
     Listpack,
+    ListpackError,
     cached_element,
     decode_element,
     encode_element,
@@ -698,6 +699,10 @@ class Stream:
                 spans.append((info.ids[0], info.ids[-1]))
                 total += info.count
             else:
+                try:  # (the listpack's header and end byte only, as Redis's shallow check)
+                    lp.validate(deep=False)
+                except ListpackError as exc:
+                    raise StreamCorruption(f"bad stream listpack: {exc}") from None
                 total += read_master(lp.buf)[0]
             if not s.rax.try_insert(key, lp):
                 raise StreamCorruption("duplicate stream node")

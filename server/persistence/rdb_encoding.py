@@ -164,12 +164,15 @@ def put_ms(out: bytearray, ms: int) -> None:
 class Reader:
     """Decodes from data[pos:end]; every read is checked against `end`."""
 
-    __slots__ = ("data", "pos", "end")
+    __slots__ = ("data", "pos", "end", "deep")
 
     def __init__(self, data: bytes, end: int | None = None, pos: int = 0) -> None:
         self.data = data
         self.pos = pos
         self.end = len(data) if end is None else end
+        # Check every stream node byte by byte (False: only each listpack's header and end,
+        # for a file whose checksum already vouched for its bytes).
+        self.deep = True
 
     def fail(self, what: str) -> RdbFormatError:
         return RdbFormatError(f"{what} at offset {self.pos}")

@@ -196,7 +196,8 @@ def _read_stream(r: Reader, kind: int, released_ok: bool = False) -> Stream:
     else:
         max_deleted, entries_added = (0, 0), length
     try:
-        stream = Stream.from_nodes(nodes, last_id, entries_added, max_deleted, length=length)
+        stream = Stream.from_nodes(nodes, last_id, entries_added, max_deleted, length=length,
+                                   validate=r.deep)
     except StreamCorruption as exc:
         raise RdbFormatError(f"corrupt stream: {exc}") from None
     if entries_added < length:
