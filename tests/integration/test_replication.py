@@ -395,3 +395,44 @@ def test_a_replica_keeps_its_own_aof(primary: ServerProcess) -> None:
         with ServerProcess("xstreamd", ["--appendonly", "yes", "--save", ""],
                            workdir=directory) as alone:
             assert dataset(alone) == expected
+
+
+def test_masterauth_and_masteruser() -> None:
+    with ServerProcess("xstreamd", [*FAST, "--requirepass", "s3cret"]) as primary:
+        p = redis.Redis(port=primary.port, password="s3cret")
+        p.xadd("s", {"a": 1})
+        p.execute_command("ACL", "SETUSER", "repl", "on", ">replpass", "+@all", "~*", "&*")
+        for extra in (["--masterauth", "s3cret"],
+                      ["--masteruser", "repl", "--masterauth", "replpass"]):
+            with start_replica("xstreamd", primary, *extra) as replica:
+                wait_link_up(replica)
+                assert client(replica).xlen("s") == 1
+        with start_replica("xstreamd", primary, "--masterauth", "wrong") as replica:
+            wait_for(lambda: "unable to AUTH to MASTER" in replica.read_log(), 10,
+                     "the refused AUTH in the log")
+            assert info(replica)["master_link_status"] == "down"
+
+
+def test_flushall_select_and_eviction_reach_the_replica(primary: ServerProcess) -> None:
+    p = client(primary)
+    with start_replica("xstreamd", primary) as replica:
+        wait_link_up(replica)
+        other = redis.Redis(port=primary.port, db=5)
+        other.xadd("in-db5", {"a": 1})
+        p.set("gone", "soon")
+        wait_caught_up(primary, replica)
+        assert redis.Redis(port=replica.port, db=5).xlen("in-db5") == 1  # (SELECT 5 first)
+        p.flushall()
+        p.set("after", "flush")
+        wait_caught_up(primary, replica)
+        assert dataset(replica) == dataset(primary)
+        assert redis.Redis(port=replica.port, db=5).exists("in-db5") == 0
+        # An eviction on the primary is a DEL in the stream.
+        p.config_set("maxmemory-policy", "allkeys-random")
+        p.config_set("maxmemory", "1")
+        with pytest.raises(redis.exceptions.OutOfMemoryError):
+            p.set("one-more", "x")  # (a write makes the primary evict: it cannot get under)
+        assert p.dbsize() == 0
+        p.config_set("maxmemory", "0")
+        wait_caught_up(primary, replica)
+        assert client(replica).dbsize() == 0
