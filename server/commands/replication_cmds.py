@@ -4,6 +4,7 @@ their primary), ROLE and WAIT. The work is done in server/replication."""
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from protocol.encoder import OK, SimpleString
 from server.block_request import BlockRequest
@@ -13,10 +14,13 @@ from server.errors import CommandError
 from server.parsing import parse_block_timeout, parse_int
 from server.replication import primary, roles
 
+if TYPE_CHECKING:
+    from server.replication.state import Replication
+
 _ADMIN = "@admin @slow @dangerous"
 
 
-def _repl(client: Client):  # type: ignore[no-untyped-def]
+def _repl(client: Client) -> Replication:
     return client.server.replication
 
 
@@ -26,8 +30,7 @@ def _repl(client: Client):  # type: ignore[no-untyped-def]
 def replicaof(client: Client, argv: list[bytes]) -> object:
     host, port = argv[1], argv[2]
     if host.lower() == b"no" and port.lower() == b"one":
-        if roles.promote(_repl(client), client):
-            return OK
+        roles.promote(_repl(client), client)  # (a primary already: nothing to do, still OK)
         return OK
     try:
         port_number = parse_int(port)

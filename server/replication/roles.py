@@ -122,8 +122,7 @@ def role_reply(repl: Replication) -> list[object]:
                 [[_replica_ip(c).encode(), str(c.repl.listening_port).encode(),
                   str(c.repl.ack_offset).encode()]
                  for c in repl.replicas if c.repl is not None and c.repl.online]]
-    state = link.state if link.state != "handshake" else "handshake"
-    return [b"slave", link.host.encode(), link.port, state.encode(),
+    return [b"slave", link.host.encode(), link.port, link.state.encode(),
             repl.offset if link.up else -1]
 
 
