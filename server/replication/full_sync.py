@@ -53,7 +53,6 @@ class FullSync:
         if not any(self._waiting()):
             self.waiting_since = time.monotonic()
         link.state = WAIT_BGSAVE_START
-        link.sync_started = time.monotonic()
         self.repl.sync_full += 1
         self.try_start()
 
@@ -87,7 +86,6 @@ class FullSync:
         line = f"+FULLRESYNC {repl.replid} {repl.offset}\r\n".encode()
         for link in links:
             link.state = WAIT_BGSAVE_END
-            link.initial_offset = repl.offset
             link.held = []
             link.held_bytes = 0
             _write_now(link.client, b"" if link.old_protocol else line)

@@ -32,8 +32,7 @@ class ReplicaLink:
     """What the primary keeps of one replica (Redis's client->repl_* fields)."""
 
     __slots__ = ("client", "state", "listening_port", "ip_address", "capa_eof", "capa_psync2",
-                 "ack_offset", "ack_time", "held", "held_bytes", "initial_offset", "rdb_only",
-                 "sync_started", "old_protocol")
+                 "ack_offset", "ack_time", "held", "held_bytes", "rdb_only", "old_protocol")
 
     def __init__(self, client: Client) -> None:
         self.client = client
@@ -47,9 +46,7 @@ class ReplicaLink:
         # The stream fed while its RDB is made: sent once the RDB is.
         self.held: list[bytes] = []
         self.held_bytes = 0
-        self.initial_offset = 0  # the offset its RDB stands for (+FULLRESYNC's)
         self.rdb_only = False  # REPLCONF rdb-only 1 (redis-cli --rdb): the RDB, nothing more
-        self.sync_started = 0.0
         self.old_protocol = False  # it asked SYNC: no +FULLRESYNC line before the RDB
 
     @property

@@ -81,7 +81,6 @@ class MasterLink:
         self.down_since = time.monotonic()  # (master_link_down_since_seconds)
         self.sync_total = -1  # master_sync_total_bytes (-1: not known, EOF-marked)
         self.sync_read = 0
-        self.sync_started = 0.0
         self.ever_connected = False
         self._stopped = False
 
@@ -220,7 +219,6 @@ class MasterLink:
         replid, offset = words[1].decode(), int(words[2])
         self.server.log.notice(f"Full resync from master: {replid}:{offset}")
         self.state = TRANSFER
-        self.sync_started = time.monotonic()
         path = await receive_rdb(self, reader)
         install_rdb(self.server, path)
         repl = self.repl

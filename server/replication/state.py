@@ -116,8 +116,11 @@ class Replication:
             return
         backlog.append(data)
         self.offset = backlog.offset
-        for client in self.replicas:
-            client.repl.send(data)  # type: ignore[union-attr]
+        replicas = self.replicas
+        if replicas:
+            self.output_bytes += len(data) * len(replicas)
+            for client in replicas:
+                client.repl.send(data)  # type: ignore[union-attr]
 
     def ping_replicas(self) -> None:
         """Every repl-ping-replica-period, a PING in the stream: replicas see the link alive

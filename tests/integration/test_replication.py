@@ -86,6 +86,11 @@ def test_role_info_and_client_list(primary: ServerProcess) -> None:
         assert "flags=S" in listing and "cmd=replconf" in listing
         assert "flags=M" in r.execute_command("CLIENT", "LIST", "TYPE", "master").decode()
         assert r.config_get("replicaof") == {"replicaof": f"127.0.0.1 {primary.port}"}
+        before = info(primary, "stats")["total_net_repl_output_bytes"]
+        p.xadd("counted", {"f": "v"})
+        wait_caught_up(primary, replica)
+        assert info(primary, "stats")["total_net_repl_output_bytes"] > before
+        assert info(replica, "stats")["total_net_repl_input_bytes"] > 0
 
 
 def test_replica_refuses_writes_and_serves_reads(primary: ServerProcess) -> None:
