@@ -341,11 +341,17 @@ def test_ten_thousand_connections_leave_nothing_behind(srv: ServerProcess,
     assert (stats["pubsub_channels"], stats["pubsub_patterns"],
             stats["pubsubshard_channels"]) == ("0", "0", "0")
     if not IS_REDIS:
-        census = call(admin, "DEBUG", "CLIENT-OBJECTS")
-        assert isinstance(census, list)
-        counts = dict(zip(census[::2], census[1::2], strict=True))
-        assert counts == {b"connected": 1, b"clients": 1, b"fake-clients": 1,
-                          b"connections": 1, b"readers": 1}, counts
+        expected = {b"connected": 1, b"clients": 1, b"fake-clients": 1, b"connections": 1,
+                    b"readers": 1}
+
+        def counts() -> dict[bytes, object]:
+            census = call(admin, "DEBUG", "CLIENT-OBJECTS")
+            assert isinstance(census, list)
+            return dict(zip(census[::2], census[1::2], strict=True))
+
+        # (a closed transport calls connection_lost in a later pass of the event loop, so
+        # on a busy machine the last connections may take a moment to let go)
+        assert wait_until(lambda: counts() == expected, timeout=5.0), counts()
     # (redis-server's jemalloc keeps what it freed for reuse: only xstreamd's RSS is checked)
     assert IS_REDIS or rss_kib(pid) - baseline < SLACK_KIB, (baseline, rss_kib(pid))
 
