@@ -154,6 +154,10 @@ class ServerProcess:
         return code
 
     def __enter__(self) -> ServerProcess:
+        # (a process started already, as start_replica's, is not started a second time:
+        # the first would be left running)
+        if self.proc is not None and self.proc.poll() is None:
+            return self
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
