@@ -59,7 +59,6 @@ __all__ = [
     "Consumer",
     "ConsumerGroup",
     "acked_checker",
-    "copy_nack_order",
     "create_group",
     "delref_hook",
     "destroy_group",
@@ -580,16 +579,6 @@ def groups(s: Stream) -> list[ConsumerGroup]:
     if s.cgroups is None:
         return []
     return list(s.cgroups.values())  # type: ignore[arg-type]
-
-
-def copy_nack_order(src: Stream, dst: Stream) -> None:
-    """Give dst's groups (a copy of src's) the NACK zone order of src's groups."""
-    for group in groups(src):
-        if not group.nacked:
-            continue
-        twin = lookup_group(dst, group.name)
-        if twin is not None and set(twin.nacked) == set(group.nacked):
-            twin.nacked = {key: twin.nacked[key] for key in group.nacked}
 
 
 # --- consistency ---------------------------------------------------------------------------

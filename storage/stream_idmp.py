@@ -17,6 +17,8 @@ from collections.abc import Iterable, Iterator
 from storage.stream_id import StreamID
 
 __all__ = [
+    "BUILTIN_DURATION",
+    "BUILTIN_MAXSIZE",
     "DEFAULTS",
     "MAX_DURATION",
     "MAX_MAXSIZE",
@@ -29,8 +31,10 @@ __all__ = [
 MIN_DURATION, MAX_DURATION = 1, 86400  # seconds (CONFIG_STREAM_IDMP_*_DURATION)
 MIN_MAXSIZE, MAX_MAXSIZE = 1, 10000  # iids per producer (CONFIG_STREAM_IDMP_*_MAXSIZE)
 
+# Redis's defaults for stream-idmp-duration and stream-idmp-maxsize.
+BUILTIN_DURATION, BUILTIN_MAXSIZE = 100, 100
 # A new stream takes these (stream-idmp-duration, stream-idmp-maxsize) when it is created.
-DEFAULTS = {"duration": 100, "maxsize": 100}
+DEFAULTS = {"duration": BUILTIN_DURATION, "maxsize": BUILTIN_MAXSIZE}
 
 # lookup_or_record results (XIDMPRECORD)
 RECORD_NEW = 0

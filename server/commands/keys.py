@@ -12,7 +12,6 @@ from server.dispatch import command, container
 from server.errors import DB_INDEX_OUT_OF_RANGE, NO_SUCH_KEY, SYNTAX, CommandError
 from server.parsing import INT64_MAX, INT64_MIN, eq, parse_c_int, parse_int, string2ull
 from server.persistence.rdb_values import clone_stream
-from storage.consumer_group import copy_nack_order
 from storage.keyspace import Database, StringValue, is_shared_integer, type_name
 from storage.keyspace import object_encoding as encoding_of
 from storage.stream import Stream
@@ -457,12 +456,7 @@ def copy(client: Client, argv: list[bytes]) -> object:
             return 0
         dst.delete(new_key)
     if isinstance(value, Stream):
-        # (streamDup: the snapshot encoding carries neither the IDMP state nor the order of
-        # the NACK zone, so they are copied here)
-        copied = clone_stream(value)
-        copied.idmp = value.idmp.copy()
-        copy_nack_order(value, copied)
-        value = copied
+        value = clone_stream(value)  # (streamDup)
     elif isinstance(value, StringValue):
         value = StringValue(value.data)  # (bytes are immutable: one object for both is fine)
     else:  # pragma: no cover - the keyspace holds only these two types

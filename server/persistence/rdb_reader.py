@@ -1,4 +1,4 @@
-"""Reading RDB files of versions 9 to 12 (Redis 5 to 8, Valkey 8) into fresh databases.
+"""Reading RDB files of versions 9 to 14 (Redis 5 to 8.8, Valkey 8) into fresh databases.
 
 The file is decoded record by record from bytes in memory: AUX fields (kept, and shown by
 the loader), FUNCTION2 (a library's code), SELECTDB, RESIZEDB and SLOT_INFO (hints, skipped),
@@ -41,6 +41,7 @@ from server.persistence.rdb_encoding import (
     crc64,
 )
 from server.persistence.rdb_values import (
+    NEWEST_VERSION,
     STREAM_TYPES,
     TYPE_STRING,
     module_type_name,
@@ -50,7 +51,6 @@ from server.persistence.rdb_values import (
 from storage.access import AccessClock
 
 OLDEST_VERSION = 9  # Redis 5.0
-NEWEST_VERSION = 12  # Redis 7.4 to 8.x
 _HEADER = 9  # "REDIS" + 4 digits
 _MODULE_TYPES = (6, 7)
 

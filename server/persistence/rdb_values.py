@@ -2,17 +2,24 @@
 and DUMP / RESTORE payloads (dump_payload).
 
 Written: strings (type 0) and streams as type 19 (RDB_TYPE_STREAM_LISTPACKS_2, RDB version 10,
-Redis 7.0) or 21 (RDB_TYPE_STREAM_LISTPACKS_3, RDB version 11 on, Redis 7.2 / Valkey 8), by the
-RDB version of the file or payload. Read: strings and streams of types 15, 19 and 21 (Redis 5
-to 8, Valkey 8). Anything else is UnsupportedType, named (hash, list, set, zset, module, ...).
+Redis 7.0), 21 (RDB_TYPE_STREAM_LISTPACKS_3, RDB version 11 on, Redis 7.2 / Valkey 8), 26
+(RDB_TYPE_STREAM_LISTPACKS_4, RDB version 13, Redis 8.6: IDMP) or 27
+(RDB_TYPE_STREAM_LISTPACKS_5, RDB version 14, Redis 8.8: the NACK zone), by the RDB version of
+the file or payload, which is the lowest that holds the data (version_needed). Read: strings
+and streams of types 15, 19, 21, 26 and 27. Anything else is UnsupportedType, named (hash,
+list, set, zset, module, ...).
 
 A stream value holds its nodes (16-byte master ID key, listpack bytes: our nodes are Redis's
 listpacks), length, last ID, and from type 19 on the first ID, the largest deleted ID and
 entries-added; then the consumer groups, each with its last ID, read counter (type 19 on), its
 PEL (raw 16-byte ID, delivery time, delivery count) and its consumers (name, seen time, active
-time from type 21 on, and the raw IDs of the PEL entries they own). Type 19 has no active
-time: readers (Redis 7.2+, Valkey, this codec) take the seen time for it, so a stream whose
-consumers all have active time == seen time loses nothing in type 19 (see version_needed).
+time from type 21 on, and the raw IDs of the PEL entries they own), and from type 27 on the
+group's NACK zone: its count and the raw IDs of the pending entries no consumer owns, in
+release order. Type 26 on ends with the IDMP block: IDMP-DURATION, IDMP-MAXSIZE, the producer
+count, per producer its pid, its iid count and each (iid, entry ID ms, entry ID seq) oldest
+first, then iids-added and iids-duplicates. Type 19 has no active time: readers (Redis 7.2+,
+Valkey, this codec) take the seen time for it, so a stream whose consumers all have active
+time == seen time loses nothing in type 19 (see version_needed).
 """
 
 from __future__ import annotations
@@ -32,19 +39,35 @@ from storage.consumer_group_lag import INVALID_ENTRIES_READ, estimate_distance
 from storage.keyspace import StringValue
 from storage.stream import Stream, StreamCorruption
 from storage.stream_id import StreamID, key_to_id
+from storage.stream_idmp import (
+    BUILTIN_DURATION,
+    BUILTIN_MAXSIZE,
+    MAX_DURATION,
+    MAX_MAXSIZE,
+    MIN_DURATION,
+    MIN_MAXSIZE,
+    IdmpState,
+)
 
 TYPE_STRING = 0
 TYPE_STREAM_LISTPACKS = 15  # Redis 5 and 6 (RDB 9)
 TYPE_STREAM_LISTPACKS_2 = 19  # Redis 7.0 (RDB 10): first ID, max deleted ID, entries-added...
 TYPE_STREAM_LISTPACKS_3 = 21  # Redis 7.2 on, Valkey 8 (RDB 11): consumers' active time
-STREAM_TYPES = (TYPE_STREAM_LISTPACKS, TYPE_STREAM_LISTPACKS_2, TYPE_STREAM_LISTPACKS_3)
+TYPE_STREAM_LISTPACKS_4 = 26  # Redis 8.6 (RDB 13): the IDMP state
+TYPE_STREAM_LISTPACKS_5 = 27  # Redis 8.8 (RDB 14): each group's NACK zone
+STREAM_TYPES = (TYPE_STREAM_LISTPACKS, TYPE_STREAM_LISTPACKS_2, TYPE_STREAM_LISTPACKS_3,
+                TYPE_STREAM_LISTPACKS_4, TYPE_STREAM_LISTPACKS_5)
 
 # RDB versions: 9 holds strings (Redis 5 to 6.2 read it), 10 streams of type 19 and function
 # libraries (Redis 7.0), 11 streams of type 21 (Redis 7.2, Valkey 8), 12 Redis 7.4's
-# additions (hash field expiry, SLOT_INFO), none of which this server writes.
+# additions (hash field expiry, SLOT_INFO), none of which this server writes, 13 streams of
+# type 26 (Redis 8.6), 14 streams of type 27 (Redis 8.8).
 VERSION_STRINGS = 9
 VERSION_STREAMS = 10
 VERSION_ACTIVE_TIME = 11
+VERSION_IDMP = 13
+VERSION_NACK_ZONE = 14
+NEWEST_VERSION = VERSION_NACK_ZONE
 
 # What the RDB types we do not store are, for the error that names them (rdb.h's list).
 _TYPE_NAMES = {
@@ -79,20 +102,38 @@ def module_type_name(module_id: int) -> str:
 
 # -- which type and version ----------------------------------------------------------------
 def stream_type(version: int) -> int:
+    if version >= VERSION_NACK_ZONE:
+        return TYPE_STREAM_LISTPACKS_5
+    if version >= VERSION_IDMP:
+        return TYPE_STREAM_LISTPACKS_4
     return TYPE_STREAM_LISTPACKS_3 if version >= VERSION_ACTIVE_TIME else TYPE_STREAM_LISTPACKS_2
 
 
 def version_needed(value: object) -> int:
-    """The lowest RDB version that holds value without loss."""
+    """The lowest RDB version that holds value without loss. A stream that never used IDMP
+    or XNACK is written as Redis 7 writes it, so Redis 7 and Valkey 8 can load it (a replica
+    of this server, a file moved back)."""
     if isinstance(value, StringValue):
         return VERSION_STRINGS
     if isinstance(value, Stream):
-        for group in groups(value):
+        all_groups = groups(value)
+        if any(group.nacked for group in all_groups):
+            return VERSION_NACK_ZONE
+        if _idmp_in_use(value.idmp):
+            return VERSION_IDMP
+        for group in all_groups:
             for consumer in group.iter_consumers():
                 if consumer.active_time != consumer.seen_time:
                     return VERSION_ACTIVE_TIME
         return VERSION_STREAMS
     raise TypeError(f"no RDB encoding for a value of type {type(value).__name__}")
+
+
+def _idmp_in_use(idmp: IdmpState) -> bool:
+    """Whether a stream's IDMP state differs from a new stream's under Redis's defaults
+    (what a loader of an older type starts from)."""
+    return bool(idmp.producers or idmp.iids_added or idmp.iids_duplicates
+                or idmp.duration != BUILTIN_DURATION or idmp.maxsize != BUILTIN_MAXSIZE)
 
 
 def value_type(value: object, version: int) -> int:
@@ -157,7 +198,29 @@ def _write_stream(sink: Sink, s: Stream, kind: int) -> None:
                 if i & 1023 == 1023:
                     sink.spill()
             sink.spill()
+        if kind >= TYPE_STREAM_LISTPACKS_5:
+            put_length(out, len(group.nacked))
+            for key in group.nacked:  # (release order)
+                out += key
+    if kind >= TYPE_STREAM_LISTPACKS_4:
+        _write_idmp(out, s.idmp)
     sink.spill()
+
+
+def _write_idmp(out: bytearray, idmp: IdmpState) -> None:
+    put_length(out, idmp.duration)
+    put_length(out, idmp.maxsize)
+    put_length(out, idmp.pids_tracked)
+    for pid in sorted(idmp.producers):  # (rax order)
+        iids = idmp.producers[pid]
+        put_string(out, pid)
+        put_length(out, len(iids))
+        for iid, (ms, seq) in iids.items():  # (oldest first)
+            put_string(out, iid)
+            put_length(out, ms)
+            put_length(out, seq)
+    put_length(out, idmp.iids_added)
+    put_length(out, idmp.iids_duplicates)
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -180,7 +243,7 @@ def _stream_id(r: Reader) -> StreamID:
     return (ms, seq)
 
 
-def _read_stream(r: Reader, kind: int, released_ok: bool = False) -> Stream:
+def _read_stream(r: Reader, kind: int) -> Stream:
     nodes = []
     for _ in range(r.count("stream node")):
         key = r.string()
@@ -203,13 +266,38 @@ def _read_stream(r: Reader, kind: int, released_ok: bool = False) -> Stream:
     if entries_added < length:
         raise RdbFormatError("stream entries-added below its length")
     for _ in range(r.count("consumer group")):
-        _read_group(r, stream, kind, released_ok)
+        _read_group(r, stream, kind)
+    if kind >= TYPE_STREAM_LISTPACKS_4:
+        stream.idmp = _read_idmp(r)
     return stream
 
 
-def _read_group(r: Reader, s: Stream, kind: int, released_ok: bool = False) -> None:
-    """One consumer group. A pending entry that no consumer owns is corrupt in a file; in a
-    copy (released_ok) it is one released by XNACK, and joins the group's NACK zone."""
+def _read_idmp(r: Reader) -> IdmpState:
+    duration = r.length()
+    maxsize = r.length()
+    if not (MIN_DURATION <= duration <= MAX_DURATION and MIN_MAXSIZE <= maxsize <= MAX_MAXSIZE):
+        raise r.fail("stream IDMP settings out of range")
+    state = IdmpState(duration, maxsize)
+    for _ in range(r.count("IDMP producer")):
+        pid = r.string()
+        if pid in state.producers:
+            raise r.fail("duplicate IDMP producer")
+        iids: dict[bytes, StreamID] = {}
+        for _ in range(r.count("IDMP iid")):
+            iid = r.string()
+            if iid in iids:
+                raise r.fail("duplicate IDMP iid")
+            iids[iid] = _stream_id(r)
+        if iids:
+            state.producers[pid] = iids
+    state.iids_added = r.length()
+    state.iids_duplicates = r.length()
+    return state
+
+
+def _read_group(r: Reader, s: Stream, kind: int) -> None:
+    """One consumer group. Every pending entry has one owner, or (type 27) is in the
+    group's NACK zone: anything else is corrupt."""
     name = r.string()
     last_id = _stream_id(r)
     if kind >= TYPE_STREAM_LISTPACKS_2:
@@ -248,18 +336,23 @@ def _read_group(r: Reader, s: Stream, kind: int, released_ok: bool = False) -> N
             owned.add(key)
             delivery_time, delivery_count = pending[key]
             group.add_pending(s, key_to_id(key), consumer, delivery_time, delivery_count)
-    if len(owned) != len(pending):
-        if not released_ok:
-            raise r.fail("pending entry without a consumer")
-        for key, (_time, delivery_count) in pending.items():
-            if key not in owned:
-                group.add_released(s, key_to_id(key), delivery_count)
+    released = 0
+    if kind >= TYPE_STREAM_LISTPACKS_5:
+        for _ in range(r.count("NACK zone entry")):
+            key = r.take(16)
+            if key not in pending:
+                raise r.fail("NACK zone entry not found in the group's PEL")
+            if key in owned or group.nacked.get(key) is not None:
+                raise r.fail("NACK zone entry owned by a consumer or listed twice")
+            group.add_released(s, key_to_id(key), pending[key][1])
+            released += 1
+    if len(owned) + released != len(pending):
+        raise r.fail("pending entry without a consumer")
 
 
 def clone_stream(stream: Stream) -> Stream:
-    """A deep copy of a stream, consumer groups included (COPY, streamDup): encoded and read
-    back, which rebuilds the groups' shared pending entries. Entries released by XNACK come
-    back in the NACK zone in ID order (COPY puts the zone's order back: copy_nack_order)."""
+    """A deep copy of a stream, consumer groups, NACK zones and IDMP state included (COPY,
+    streamDup): encoded and read back, which rebuilds the groups' shared pending entries."""
     sink = Sink()
-    _write_stream(sink, stream, TYPE_STREAM_LISTPACKS_3)
-    return _read_stream(Reader(bytes(sink.buf)), TYPE_STREAM_LISTPACKS_3, released_ok=True)
+    _write_stream(sink, stream, TYPE_STREAM_LISTPACKS_5)
+    return _read_stream(Reader(bytes(sink.buf)), TYPE_STREAM_LISTPACKS_5)

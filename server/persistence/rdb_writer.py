@@ -8,10 +8,11 @@ format, so that Redis and Valkey load them:
 The version is the lowest that holds the data (rdb_values.version_needed): 9 for strings
 only, 10 once there are streams or function libraries (streams as type 19: Redis 7.0 loads
 the file), 11 when a consumer's active time differs from its seen time (type 21: Redis 7.2+,
-Valkey 8). The file is encoded as it is written, in buffers of 64 KiB that carry the running
-CRC, so memory stays flat whatever the data's size (BGSAVE's child writes from its
-copy-on-write image). save_rdb writes temp-<pid>.rdb, fsyncs it, renames it over the target
-and fsyncs the directory.
+Valkey 8), 13 when a stream holds IDMP state (type 26: Redis 8.6), 14 when a group has
+entries released by XNACK (type 27: Redis 8.8). The file is encoded as it is written, in
+buffers of 64 KiB that carry the running CRC, so memory stays flat whatever the data's size
+(BGSAVE's child writes from its copy-on-write image). save_rdb writes temp-<pid>.rdb, fsyncs
+it, renames it over the target and fsyncs the directory.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from server.persistence.rdb_encoding import (
     put_string,
 )
 from server.persistence.rdb_values import (
-    VERSION_ACTIVE_TIME,
+    NEWEST_VERSION,
     VERSION_STREAMS,
     VERSION_STRINGS,
     value_type,
@@ -83,7 +84,7 @@ def choose_version(dbs: Iterable[Database], libraries: Sequence[bytes] = ()) -> 
     for db in dbs:
         for value in db.data.values():
             version = max(version, version_needed(value))
-            if version >= VERSION_ACTIVE_TIME:
+            if version >= NEWEST_VERSION:
                 return version
     return version
 

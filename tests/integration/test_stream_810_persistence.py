@@ -116,3 +116,69 @@ def test_bgrewriteaof_keeps_idmp_and_nack_state(workdir: str) -> None:
         assert _claim_order(r, "g2") == [ids[0], ids[2]]
     finally:
         proc.stop()
+
+
+def _full_state(r: redis.Redis) -> tuple:
+    info = r.xinfo_stream("s")
+    counters = tuple(info[k] for k in ("idmp-duration", "idmp-maxsize", "pids-tracked",
+                                       "iids-tracked", "iids-added", "iids-duplicates"))
+    return _state(r), counters
+
+
+@pytest.mark.parametrize("how", ["save", "rdb-preamble"])
+def test_rdb_keeps_idmp_and_nack_state(workdir: str, how: str) -> None:
+    """A snapshot (dump.rdb) and an AOF whose base is an RDB carry the IDMP records, the
+    limits, both counters and each NACK zone in its order: types 26/27 of RDB 13/14."""
+    args = (["--appendonly", "yes", "--aof-use-rdb-preamble", "yes"] if how == "rdb-preamble"
+            else ["--appendonly", "no"])
+    proc = ServerProcess(extra_args=args, workdir=workdir).start()
+    r = redis.Redis(host=proc.host, port=proc.port)
+    r.set_response_callback("XPENDING", lambda response, **options: response)
+    _populate(r)
+    before = _full_state(r)
+    if how == "save":
+        r.save()
+        assert Path(workdir, "dump.rdb").read_bytes()[:9] == b"REDIS0014"
+    else:
+        r.bgrewriteaof()
+        deadline = time.time() + 10
+        while r.info("persistence")["aof_rewrite_in_progress"] and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)
+        base = next(Path(workdir, "appendonlydir").glob("*.base.rdb")).read_bytes()
+        assert base[:9] == b"REDIS0014"
+    proc.stop()
+    proc = ServerProcess(extra_args=args, workdir=workdir, port=proc.port).start()
+    r = redis.Redis(host=proc.host, port=proc.port)
+    r.set_response_callback("XPENDING", lambda response, **options: response)
+    try:
+        assert _full_state(r) == before
+        _check_retries_deduplicated(r)
+        ids = [eid for eid, _ in r.xrange("s")]
+        assert _claim_order(r, "g") == [ids[3], ids[1], ids[5]]
+        assert _claim_order(r, "g2") == [ids[0], ids[2]]
+    finally:
+        proc.stop()
+
+
+def test_dump_restore_and_copy_keep_idmp_and_nack_state(workdir: str) -> None:
+    proc, r = _start(workdir)
+    try:
+        _populate(r)
+        payload = r.dump("s")
+        assert int.from_bytes(payload[-10:-8], "little") == 14 and payload[0] == 27
+        before = _full_state(r)
+        r.restore("s", 0, payload, replace=True)
+        assert _full_state(r) == before
+        r.copy("s", "s2")
+        r.rename("s", "s-orig")
+        r.rename("s2", "s")
+        assert _full_state(r) == before
+        ids = [eid for eid, _ in r.xrange("s")]
+        assert _claim_order(r, "g") == [ids[3], ids[1], ids[5]]
+        # A stream that used neither feature dumps as Redis 7.4 to 8.4 do (type 21, RDB 12).
+        r.xadd("plain", {"a": "1"})
+        plain = r.dump("plain")
+        assert plain[0] == 21 and int.from_bytes(plain[-10:-8], "little") == 12
+    finally:
+        proc.stop()

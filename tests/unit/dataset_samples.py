@@ -15,18 +15,24 @@ MAX_ID = (2**64 - 1, 2**64 - 1)
 
 
 def stream_state(s: Stream) -> dict:
-    """Everything a stream holds: node bytes, counters, groups, PELs, consumers."""
+    """Everything a stream holds: node bytes, counters, groups, PELs, NACK zones,
+    consumers, the IDMP state."""
+    idmp = s.idmp
     state = {
         "nodes": [(mid, bytes(lp.buf)) for mid, lp in s.nodes()],
         "length": s.length, "last_id": s.last_id, "first_id": s.first_id,
         "max_deleted": s.max_deleted_entry_id, "entries_added": s.entries_added,
+        "idmp": (idmp.duration, idmp.maxsize, list(idmp.records()), idmp.iids_added,
+                 idmp.iids_duplicates),
         "groups": [],
     }
     for g in groups(s):
         state["groups"].append({
             "name": g.name, "last_id": g.last_id, "entries_read": g.entries_read,
-            "pel": [(eid, n.delivery_time, n.delivery_count, n.consumer.name)
+            "pel": [(eid, n.delivery_time, n.delivery_count,
+                     n.consumer.name if n.consumer is not None else None)
                     for eid, n in g.iter_pending()],
+            "nacked": [eid for eid, _ in g.iter_nacked()],
             "consumers": [(c.name, c.seen_time, c.active_time, list(c.pending_ids()))
                           for c in g.iter_consumers()],
         })

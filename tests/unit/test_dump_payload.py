@@ -146,3 +146,48 @@ def test_redis_5_streams_type_15_estimate_what_they_lack() -> None:
     by_name = {g.name: g for g in restored.cgroups.values()}  # type: ignore[union-attr]
     assert by_name[b"all"].entries_read == 10  # at the last entry: exactly the count
     assert by_name[b"none"].entries_read == 0
+
+
+def _nacked_stream_body() -> bytearray:
+    """A type 27 body: entry 1-0, group "g" with 1-0 pending and released (no owner)."""
+    s = Stream()
+    s.append([b"f", b"v"], (1, 0), True)
+    g = create_group(s, b"g", (1, 0), 1)
+    g.nack(s, [(1, 0)], "fail", force=True)
+    payload = dp.dump(s)
+    assert payload[0] == 27
+    return bytearray(payload[:-10])
+
+
+def _framed14(body: bytes) -> bytes:
+    out = bytearray(body) + b"\x0e\x00"
+    return bytes(out + dp.crc64(out).to_bytes(8, "little"))
+
+
+def test_a_nack_zone_entry_must_be_pending_and_unowned() -> None:
+    body = _nacked_stream_body()
+    assert isinstance(dp.restore(_framed14(bytes(body))), Stream)
+    # The IDMP block closes the body: duration, maxsize, no producers, two counters (7 bytes
+    # with duration 100 as 0x40 0x64); before it, the zone's one raw ID.
+    zone_at = len(body) - 7 - 16
+    assert body[zone_at - 1] == 1
+    assert bytes(body[zone_at:zone_at + 16]) == (1).to_bytes(8, "big") + bytes(8)
+    wrong = bytearray(body)
+    wrong[zone_at + 7] = 2  # 2-0: not in the PEL
+    with pytest.raises(dp.PayloadError, match="not found in the group's PEL"):
+        dp.restore(_framed14(bytes(wrong)))
+    empty_zone = body[:zone_at - 1] + b"\x00" + body[zone_at + 16:]
+    with pytest.raises(dp.PayloadError, match="without a consumer"):
+        dp.restore(_framed14(bytes(empty_zone)))
+    twice = body[:zone_at - 1] + b"\x02" + body[zone_at:zone_at + 16] * 2 + body[zone_at + 16:]
+    with pytest.raises(dp.PayloadError, match="listed twice"):
+        dp.restore(_framed14(bytes(twice)))
+
+
+def test_idmp_limits_out_of_range_are_bad_data() -> None:
+    body = _nacked_stream_body()
+    idmp_at = len(body) - 7
+    assert body[idmp_at:idmp_at + 2] == b"\x40\x64"  # 100, as a 14-bit length
+    body[idmp_at:idmp_at + 2] = b"\x00"  # a duration of 0
+    with pytest.raises(dp.PayloadError, match="IDMP settings out of range"):
+        dp.restore(_framed14(bytes(body[:idmp_at + 1] + body[idmp_at + 2:])))

@@ -117,6 +117,34 @@ def _stream_with_consumer(active_equals_seen: bool) -> Stream:
     return s
 
 
+def _stream_with_idmp() -> Stream:
+    s = Stream()
+    s.append([b"f", b"v"], (1000, 0), True)
+    s.append([b"f", b"w"], (1001, 0), True)
+    s.idmp.configure(600, 50)
+    s.idmp.record(b"producer-b", b"iid-2", (1001, 0))
+    s.idmp.record(b"producer-a", b"iid-1", (1000, 0))
+    s.idmp.iids_duplicates = 3
+    return s
+
+
+def _stream_with_nack_zone() -> Stream:
+    """Group "g": five entries delivered to "c", then 4-0, 1-0 and 3-0 released (in that
+    order, not the IDs' order), and 5-0 created in the zone by FORCE in group "h"."""
+    s = Stream()
+    for ms in range(1, 7):
+        s.append([b"f", b"%d" % ms], (ms, 0), True)
+    g = create_group(s, b"g", (5, 0), 5)
+    consumer = g.create_consumer(b"c", 1000)
+    for ms in range(1, 6):
+        g.deliver(s, (ms, 0), consumer, 2000 + ms)
+    g.nack(s, [(4, 0)], "fatal")
+    g.nack(s, [(1, 0), (3, 0)], "fail", retry_count=7)
+    h = create_group(s, b"h", (6, 0), 6)
+    h.nack(s, [(5, 0)], "silent", force=True)
+    return s
+
+
 @pytest.mark.parametrize(("values", "libraries", "version"), [
     ([], [], 9),
     ([StringValue(b"v")], [], 9),  # strings only: Redis 5 to 6.2 read it
@@ -124,6 +152,8 @@ def _stream_with_consumer(active_equals_seen: bool) -> Stream:
     ([Stream()], [], 10),
     ([_stream_with_consumer(True)], [], 10),  # type 19 keeps it: readers take active = seen
     ([_stream_with_consumer(False)], [], 11),  # the active time needs type 21
+    ([_stream_with_idmp()], [], 13),  # IDMP records and limits need type 26
+    ([_stream_with_consumer(False), _stream_with_nack_zone()], [], 14),  # a NACK zone: 27
 ])
 def test_the_lowest_version_that_holds_the_data(values: list, libraries: list,
                                                 version: int) -> None:
@@ -136,7 +166,7 @@ def test_the_lowest_version_that_holds_the_data(values: list, libraries: list,
     assert db_state(_parse(data, 1).dbs) == db_state([db])
 
 
-@pytest.mark.parametrize(("version", "kind"), [(10, 19), (11, 21), (12, 21)])
+@pytest.mark.parametrize(("version", "kind"), [(10, 19), (11, 21), (12, 21), (13, 26), (14, 27)])
 def test_streams_are_written_as_the_type_of_the_version(version: int, kind: int) -> None:
     db = Database(0)
     db.data[b"s"] = _stream_with_consumer(False)
@@ -247,13 +277,13 @@ def _module_id(name: str, encver: int = 3) -> int:
     return value << 10 | encver
 
 
-@pytest.mark.parametrize("version", [9, 10, 11, 12])
-def test_versions_9_to_12_are_read(version: int) -> None:
+@pytest.mark.parametrize("version", [9, 10, 11, 12, 13, 14])
+def test_versions_9_to_14_are_read(version: int) -> None:
     result = _parse(_file(b"\xfe\x00" + _string_key(b"k", b"v"), version), 1)
     assert result.dbs[0].data[b"k"].data == b"v" and result.version == version
 
 
-@pytest.mark.parametrize("version", [1, 8, 13, 80])
+@pytest.mark.parametrize("version", [1, 8, 15, 80])
 def test_other_versions_are_refused(version: int) -> None:
     with pytest.raises(RdbLoadError, match=f"version {version} "):
         _parse(_file(_string_key(b"k", b"v"), version), 1)
@@ -430,3 +460,17 @@ def test_not_an_rdb_file() -> None:
     for data in (b"", b"REDI", b"XSNAP003", b"REDISabcd\xff" + bytes(8)):
         with pytest.raises(RdbLoadError, match="not an RDB file"):
             _parse(data)
+
+
+def test_the_nack_zone_keeps_its_order_and_idmp_its_records() -> None:
+    db = Database(0)
+    db.data[b"n"] = _stream_with_nack_zone()
+    db.data[b"i"] = _stream_with_idmp()
+    loaded = _parse(_write([db]), 1).dbs[0]
+    assert db_state([loaded]) == db_state([db])
+    zone = next(iter(loaded.data[b"n"].cgroups.values()))
+    assert [eid for eid, _ in zone.iter_nacked()] == [(4, 0), (1, 0), (3, 0)]
+    verify(loaded.data[b"n"])
+    idmp = loaded.data[b"i"].idmp
+    assert idmp.lookup(b"producer-a", b"iid-1") == (1000, 0)
+    assert (idmp.duration, idmp.maxsize, idmp.iids_added, idmp.iids_duplicates) == (600, 50, 2, 3)
