@@ -173,6 +173,90 @@ def case_xreadgroup_ack(rounds: int) -> dict[str, float]:
     return cpu_case(load, rounds, setup=setup)
 
 
+# The bulk paths (issue #37): entries of three small fields, as preload() writes them.
+BULK_ENTRIES = 300_000
+
+
+def _page(conn: Conn, command: tuple, start: bytes, args_after: tuple,
+          entries_of: Callable[[object], list]) -> int:
+    """Page through a stream from `start`: each call names the ID after the last one
+    read ("(" + ID); returns the entries read."""
+    done = 0
+    cursor = start
+    while True:
+        reply = conn.call(*command, cursor, *args_after)
+        entries = entries_of(reply)
+        if not entries:
+            return done
+        done += len(entries)
+        cursor = b"(" + entries[-1][0]
+
+
+def case_xrange_bulk(total: int, count: int) -> dict[str, float]:
+    """Spark's batch read: XRANGE COUNT `count` paging through the whole stream."""
+    def load(port: int, share: int) -> int:
+        conn = Conn(port)
+        done = 0
+        for _ in range(max(1, share)):
+            done += _page(conn, ("XRANGE", "bench:s"), b"-", ("+", "COUNT", count),
+                          lambda reply: reply)  # type: ignore[arg-type,return-value]
+        return done
+
+    return cpu_case(load, total, setup=lambda port: preload(port, BULK_ENTRIES))
+
+
+def case_xread_bulk(total: int, count: int) -> dict[str, float]:
+    """A consumer catching up: XREAD COUNT `count` STREAMS s <last ID>, from 0."""
+    def load(port: int, share: int) -> int:
+        conn = Conn(port)
+        done = 0
+        for _ in range(max(1, share)):
+            cursor = b"0"
+            while True:
+                reply = conn.call("XREAD", "COUNT", count, "STREAMS", "bench:s", cursor)
+                if not reply:
+                    break
+                entries = reply[0][1]  # type: ignore[index]
+                done += len(entries)
+                cursor = entries[-1][0]
+        return done
+
+    return cpu_case(load, total, setup=lambda port: preload(port, BULK_ENTRIES))
+
+
+def case_xreadgroup_bulk(rounds: int, count: int, consumers: int) -> dict[str, float]:
+    """Workers: `consumers` connections in turn, each XREADGROUP COUNT `count` then XACK of
+    what it got; per entry."""
+    def setup(port: int) -> None:
+        preload(port, rounds * count + 100)
+        Conn(port).call("XGROUP", "CREATE", "bench:s", "g", "0")
+
+    def load(port: int, share: int) -> int:
+        conns = [Conn(port) for _ in range(consumers)]
+        done = 0
+        for i in range(share):
+            conn = conns[i % consumers]
+            reply = conn.call("XREADGROUP", "GROUP", "g", f"c{i % consumers}", "COUNT", count,
+                              "STREAMS", "bench:s", ">")
+            ids = [entry[0] for entry in reply[0][1]]  # type: ignore[index]
+            conn.call("XACK", "bench:s", "g", *ids)
+            done += len(ids)
+        return done
+
+    return cpu_case(load, rounds, setup=setup)
+
+
+def case_xadd_bulk(n: int) -> dict[str, float]:
+    """The connector's write path: pipelined XADD of four-field entries, 4 clients, P100."""
+    def load(port: int, share: int) -> int:
+        redis_benchmark(port, ["-c", "4", "-n", str(share), "-P", "100", "-r", "1000000",
+                               "XADD", "bench:s", "*", "id", "__rand_int__", "name", "user-1",
+                               "value", "12.5", "ts", "2026-11-28T10:00:00"])
+        return share
+
+    return cpu_case(load, n)
+
+
 def case_block_wake(clients: int, rounds: int) -> dict[str, float]:
     """1,000 XREAD BLOCK 0 clients, one XADD wakes all: server CPU and time to the last reply."""
     walls: dict[str, float] = {}
@@ -269,6 +353,16 @@ def main() -> None:
          lambda: case_xrange(10_000 if q else 100_000, 50_000 if q else 1_000_000)),
         ("xreadgroup", "XREADGROUP COUNT 10 then XACK of those 10 (per entry)", "<= 4",
          lambda: case_xreadgroup_ack(500 if q else 5_000)),
+        ("xrange_2000", "XRANGE COUNT 2000 paging through 300,000 entries (per entry)",
+         "<= 1.5", lambda: case_xrange_bulk(10, 2000)),
+        ("xread_1000", "XREAD COUNT 1000 from 0 through 300,000 entries (per entry)", "<= 1.5",
+         lambda: case_xread_bulk(10, 1000)),
+        ("xreadgroup_100", "XREADGROUP COUNT 100 + XACK, one consumer (per entry)", "<= 2",
+         lambda: case_xreadgroup_bulk(200 if q else 2_000, 100, 1)),
+        ("xreadgroup_10x10", "XREADGROUP COUNT 10 + XACK, 10 consumers in turn (per entry)",
+         "<= 3", lambda: case_xreadgroup_bulk(2_000 if q else 20_000, 10, 10)),
+        ("xadd_bulk", "XADD of 4 fields, 4 clients, pipeline 100 (the Spark sink's path)",
+         "<= 2", lambda: case_xadd_bulk(100_000 if q else 1_000_000)),
         ("block", "XREAD BLOCK 0 by 1,000 clients, one XADD wakes all (time to last reply)",
          "<= 3", lambda: case_block_wake(1000, 2 if q else 5)),
         ("rss", "RSS growth per entry, 1,000,000 entries of 3 small fields", "<= 1.25",
