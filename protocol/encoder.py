@@ -44,6 +44,8 @@ __all__ = [
     "Verbatim",
     "encode",
     "encode_command",
+    "encode_entry",
+    "encode_entries",
     "encode_into",
     "format_double",
 ]
@@ -277,9 +279,7 @@ def _entries(ap: _Append, entries: list) -> bool:
     dispatch, no recursion), the same in RESP2 and RESP3.  False, with nothing
     written, when ``entries`` does not have that shape."""
     n = len(entries)
-    if n >= _N_AGG:
-        return False
-    lines = [_ARRAY_LINE[n]]
+    lines = [_ARRAY_LINE[n] if n < _N_AGG else b"*%d" % n]
     ap_line = lines.append
     bulk = _BULK_LINE
     try:
@@ -303,6 +303,34 @@ def _entries(ap: _Append, entries: list) -> bool:
     ap_line(b"")  # the last line's CRLF
     ap(CRLF.join(lines))
     return True
+
+
+def encode_entry(eid: bytes, fields: list[bytes]) -> bytes:
+    """One stream entry's RESP, ``*2 $id *2n $f $v ...``: the same in RESP2 and RESP3."""
+    bulk = _BULK_LINE
+    n = len(fields)
+    lines = [b"*2", bulk[len(eid)] if len(eid) < _N_BULK else b"$%d" % len(eid), eid,
+             _ARRAY_LINE[n] if n < _N_AGG else b"*%d" % n]
+    ap_line = lines.append
+    for x in fields:
+        m = len(x)
+        ap_line(bulk[m] if m < _N_BULK else b"$%d" % m)
+        ap_line(x)
+    ap_line(b"")
+    return CRLF.join(lines)
+
+
+def encode_entries(entries: list) -> bytes:
+    """Stream entries ``[[id, fields], ...]`` without the array header: their RESP one after
+    the other (the items of an XRANGE reply)."""
+    out: list[bytes] = []
+    ap = out.append
+    if entries and _entries(ap, entries):
+        whole = out[0]
+        return whole[whole.index(b"\r\n") + 2:]  # (drop the *<n> header _entries wrote)
+    for e in entries:
+        ap(encode_entry(e[0], e[1]))
+    return b"".join(out)
 
 
 def _aggregate(ap: _Append, kind: bytes, n: int) -> None:

@@ -22,6 +22,7 @@ from server.pubsub import PubSub
 from server.replication import service as replication
 from server.tracking import Tracking
 from server.version import VERSION
+from storage import stream_resp
 from storage.stream_idmp import set_defaults
 
 __all__ = ["VERSION", "Server"]
@@ -43,6 +44,8 @@ class Server(ServerCore):
         config.on_change("stream-idmp-duration", lambda value: set_defaults(duration=value))
         config.on_change("stream-idmp-maxsize", lambda value: set_defaults(maxsize=value))
         self.cron_hooks.append(lambda: xidmp.expire_tracked(self))
+        stream_resp.set_max_bytes(config["stream-reply-cache-max-bytes"])
+        config.on_change("stream-reply-cache-max-bytes", stream_resp.set_max_bytes)
         # A closing client leaves every wait list, watch, subscription and tracking table.
         self.close_hooks += [self.blocking.remove_client, self.pause.forget, self.unwatch_all,
                              self.pubsub.forget, self.tracking.disable, self.forget_monitor]

@@ -289,6 +289,9 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("lfu-decay-time", 1, _int_range(0, 2**31 - 1)),
     OptionSpec("stream-node-max-bytes", 4096, MemoryRange(0, _MAX)),
     OptionSpec("stream-node-max-entries", 100, _int_range(0, _MAX)),
+    # The bound of the cache of encoded stream nodes range reads are served from
+    # (storage/stream_resp.py); 0 turns it off. Not a Redis option.
+    OptionSpec("stream-reply-cache-max-bytes", 64 * 1024**2, MemoryRange(0, _MAX)),
     # Redis 8.6: the IDMP-DURATION (seconds) and IDMP-MAXSIZE a new stream starts with.
     OptionSpec("stream-idmp-duration", 100, _int_range(1, 86400)),
     OptionSpec("stream-idmp-maxsize", 100, _int_range(1, 10000)),

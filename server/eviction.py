@@ -25,6 +25,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from server import notify
+from storage import stream_resp
 from storage.keyspace import Database
 
 if TYPE_CHECKING:
@@ -85,6 +86,13 @@ class Evictor:
             return True
         if server.pause.mode is not None:  # a paused server changes no data (PAUSE_ACTION_EVICT)
             return True
+        cached = stream_resp.used_bytes()
+        if cached:  # the cache of encoded stream nodes goes before any key
+            stream_resp.clear()
+            server.used_memory -= cached
+            excess -= cached
+            if excess <= 0:
+                return True
         if self.policy == "noeviction":
             return False
         started = time.perf_counter()

@@ -23,6 +23,7 @@ from server.replication.report import memory_fields as replication_memory
 from server.replication.report import replication_section
 from server.replication.report import stats_fields as replication_stats
 from server.version import VERSION, XSTREAMD_VERSION
+from storage import stream_resp
 
 if TYPE_CHECKING:
     from server.app import Server
@@ -129,6 +130,8 @@ def _memory(s: Server) -> Fields:
         ("rss_overhead_ratio", "1.00"), ("rss_overhead_bytes", 0),
         ("mem_fragmentation_ratio", "1.00"), ("mem_fragmentation_bytes", 0),
         ("mem_not_counted_for_evict", 0),
+        # The cache of encoded stream nodes that range reads are served from (not Redis's).
+        ("mem_stream_reply_cache", stream_resp.used_bytes()),
         # No cluster or defragmenter here: what they would hold is nothing.
         *replication_memory(s.replication).items(),
         ("mem_clients_slaves", 0), ("mem_clients_normal", mh.clients_normal),
@@ -150,6 +153,11 @@ def _persistence(s: Server) -> Fields:
         ("aof_last_bgrewrite_status", "ok"), ("aof_rewrites", 0),
         ("aof_last_write_status", "ok"),
     ]
+
+
+def _reply_cache_stats() -> Fields:
+    hits, misses = stream_resp.stats()
+    return [("stream_reply_cache_hits", hits), ("stream_reply_cache_misses", misses)]
 
 
 def _stats(s: Server) -> Fields:
@@ -183,6 +191,7 @@ def _stats(s: Server) -> Fields:
         ("total_eviction_exceeded_time", over_total_ms),
         ("current_eviction_exceeded_time", over_current_ms),
         ("keyspace_hits", st.keyspace_hits), ("keyspace_misses", st.keyspace_misses),
+        *_reply_cache_stats(),
         ("pubsub_channels", len(s.pubsub.channels)), ("pubsub_patterns", len(s.pubsub.patterns)),
         ("pubsubshard_channels", len(s.pubsub.shard_channels)),
         ("latest_fork_usec", st.latest_fork_usec), ("total_forks", st.total_forks),

@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 
+from storage import stream_resp
 from storage.listpack import (
     EOF_BYTE,
     HEADER_SIZE,
@@ -503,6 +504,29 @@ class Stream:
         """range() in XRANGE's reply shape: ``[[b"ms-seq", fields], ...]`` (the
         IDs formatted while decoding, cheaper than format_id per entry)."""
         return self._collect(start, end, count, rev, True)
+
+    def range_resp(
+        self, start: StreamID, end: StreamID, count: int = 0, rev: bool = False
+    ) -> tuple[list[bytes | memoryview], int] | None:
+        """range_reply() already in RESP: (the entries' RESP in parts, how many entries),
+        byte for byte what encoding range_reply()'s list gives, served from the cache of
+        encoded nodes (storage.stream_resp). None when that cache is off."""
+        if not stream_resp.max_bytes():
+            return None
+        if count < 0:
+            count = 0
+        if start > end or not self.length:
+            return [], 0
+        rax = self.rax
+        last_key = self._tail_key if self._tail is not None else rax.last()[0]  # type: ignore[index]
+        if rev:
+            item = self._node_for(end)
+            return stream_resp.backward(rax, item, start, end, count, last_key)  # type: ignore[arg-type]
+        if start <= self.first_id:
+            item = rax.first()
+        else:
+            item = self._node_for(start) or rax.first()
+        return stream_resp.forward(rax, item, start, end, count, last_key)  # type: ignore[arg-type]
 
     def _collect(self, start: StreamID, end: StreamID, count: int, rev: bool, reply: bool) -> list:
         if count < 0:

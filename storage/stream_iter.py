@@ -37,6 +37,7 @@ __all__ = [
     "collect_backward",
     "collect_forward",
     "decode_fields",
+    "decode_node",
     "iter_backward",
     "iter_forward",
 ]
@@ -260,6 +261,15 @@ def _backward(
         if not want:
             return off
     return off
+
+
+def decode_node(node: object, master: StreamID) -> list[Entry]:
+    """Every live entry of a node, ascending, as ``(id, fields)``."""
+    data = bytes(node.buf)  # type: ignore[attr-defined]
+    _names, template, off = node_layout(node)  # type: ignore[arg-type]
+    out: list = []
+    _forward(data, off, master[0], master[1], MAX_ID, template, out, 0, False)
+    return out
 
 
 def collect_forward(

@@ -106,9 +106,12 @@ class StreamNode(Listpack):
       the master entry's counts change size.  Kept complete by Stream.append;
       None until a lookup builds them (nodes loaded from a snapshot).
 
-    About 75 bytes per node, under one byte per entry with the default limits."""
+    * ``resp``: the RESP of its live entries when a read cached it (stream_resp.NodeResp),
+      else None; a weak reference lets the cache forget a node that is freed.
 
-    __slots__ = ("master", "marks")
+    About 90 bytes per node, under one byte per entry with the default limits."""
+
+    __slots__ = ("master", "marks", "resp", "__weakref__")
 
     def __init__(
         self,
@@ -119,6 +122,7 @@ class StreamNode(Listpack):
         Listpack.__init__(self, buf)
         self.master = master
         self.marks = marks
+        self.resp = None
 
 
 _MASTERS: dict[tuple[tuple[bytes, ...], int], MasterInfo] = {}

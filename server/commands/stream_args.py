@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from protocol.encoder import Raw
 from server import notify
 from server.errors import NOT_INTEGER, SYNTAX, CommandError, WrongTypeError, client_text
 from server.parsing import (
@@ -139,6 +140,11 @@ def parse_range(start_arg: bytes, end_arg: bytes) -> tuple[StreamID, StreamID]:
     except InvalidStreamID as exc:
         raise CommandError(str(exc)) from None
     return start, end
+
+
+def entries_reply(parts: list[bytes | memoryview], n: int) -> Raw:
+    """An array of n stream entries whose RESP is in parts (Stream.range_resp)."""
+    return Raw(b"".join([b"*%d\r\n" % n, *parts]))
 
 
 def format_entry(entry: Entry) -> list[object]:

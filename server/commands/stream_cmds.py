@@ -14,6 +14,7 @@ from server.commands.stream_args import (
     TrimArgs,
     apply_trim,
     delete_with_policy,
+    entries_reply,
     lookup_or_create,
     lookup_stream,
     node_limits,
@@ -205,7 +206,10 @@ def _xrange(client: Client, argv: list[bytes], rev: bool) -> object:
         return EMPTY_ARRAY
     if count == 0:
         return NULL_ARRAY
-    return stream.range_reply(start, end, max(count, 0), rev)
+    served = stream.range_resp(start, end, max(count, 0), rev)
+    if served is None:
+        return stream.range_reply(start, end, max(count, 0), rev)
+    return entries_reply(*served)
 
 
 @command("xrange", -4, "readonly", keys=(1, 1, 1), categories=f"{_R} @slow",

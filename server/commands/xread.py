@@ -17,6 +17,7 @@ from server.blocking import BlockRequest
 from server.client import Client
 from server.commands.stream_args import (
     ReadBudget,
+    entries_reply,
     note_read,
     parse_block_timeout,
     parse_budget_value,
@@ -105,6 +106,17 @@ def read_after(stream: Stream, after: StreamID, count: int) -> list:
     return stream.range_reply(incr_id(after), MAX_ID, count)
 
 
+def read_after_resp(stream: Stream, after: StreamID, count: int) -> Raw | list | None:
+    """read_after's entries already in RESP (the cache of encoded nodes), or None when
+    there is none; read_after's list when that cache is off."""
+    if after >= stream.last_id or after == MAX_ID:
+        return None
+    served = stream.range_resp(incr_id(after), MAX_ID, count)
+    if served is None:
+        return stream.range_reply(incr_id(after), MAX_ID, count) or None
+    return entries_reply(*served) if served[1] else None
+
+
 def stream_map_reply(client: Client, served: list[tuple[bytes, list]]) -> object:
     """XREAD's reply: RESP2 an array of [key, entries], RESP3 a map key -> entries."""
     if client.protocol == 2:
@@ -137,6 +149,11 @@ def xread(client: Client, argv: list[bytes]) -> object:
     for key, stream, gt in zip(keys, streams, after, strict=True):
         note_read(client, stream is not None, key)  # Redis looks each key up again to serve it
         if stream is not None and stream.length and not budget.spent():
+            if not budget.limited:
+                raw = read_after_resp(stream, gt, count)
+                if raw is not None:
+                    served.append((key, raw))
+                continue
             entries = read_after(stream, gt, budget.count_limit(count))
             if budget.limited:
                 kept = 0
