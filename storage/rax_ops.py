@@ -10,7 +10,8 @@ these functions directly: no extra call on the read path.
 from __future__ import annotations
 
 from bisect import bisect_left
-from itertools import pairwise
+from itertools import islice
+from operator import ge
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -218,7 +219,7 @@ def fill_sorted(rax: Rax, keys: list[bytes], values: list[object] | None = None)
         return
     if values is None:
         values = [None] * len(keys)
-    if len(values) != len(keys) or any(a >= b for a, b in pairwise(keys)):
+    if len(values) != len(keys) or any(map(ge, keys, islice(keys, 1, None))):
         raise ValueError("fill_sorted needs strictly ascending keys and one value each")
     # The nodes are built when first needed (Rax.__getattr__): copies, so the caller may
     # reuse its lists.

@@ -506,11 +506,13 @@ class Stream:
         return self._collect(start, end, count, rev, True)
 
     def range_resp(
-        self, start: StreamID, end: StreamID, count: int = 0, rev: bool = False
+        self, start: StreamID, end: StreamID, count: int = 0, rev: bool = False,
+        keys_out: list[bytes] | None = None,
     ) -> tuple[list[bytes | memoryview], int] | None:
         """range_reply() already in RESP: (the entries' RESP in parts, how many entries),
         byte for byte what encoding range_reply()'s list gives, served from the cache of
-        encoded nodes (storage.stream_resp). None when that cache is off."""
+        encoded nodes (storage.stream_resp). None when that cache is off. With keys_out
+        (ascending only), the entries' 16-byte ID keys are appended to it, in runs."""
         if not stream_resp.max_bytes():
             return None
         if count < 0:
@@ -526,7 +528,8 @@ class Stream:
             item = rax.first()
         else:
             item = self._node_for(start) or rax.first()
-        return stream_resp.forward(rax, item, start, end, count, last_key)  # type: ignore[arg-type]
+        return stream_resp.forward(rax, item, start, end, count, last_key,  # type: ignore[arg-type]
+                                   keys_out)
 
     def _collect(self, start: StreamID, end: StreamID, count: int, rev: bool, reply: bool) -> list:
         if count < 0:

@@ -331,10 +331,12 @@ Part = bytes | memoryview
 
 
 def forward(rax: Rax, item: tuple[bytes, StreamNode] | None, start: StreamID, end: StreamID,
-            count: int, last_key: bytes) -> tuple[list[Part], int]:
+            count: int, last_key: bytes,
+            keys_out: list[bytes] | None = None) -> tuple[list[Part], int]:
     """The RESP of the live entries with start <= id <= end, ascending, at most ``count``
     (0: all), from the node ``item`` on (the one that may hold start): (parts, entries).
-    The last node (``last_key``) is decoded; the others come from the cache."""
+    The last node (``last_key``) is decoded; the others come from the cache. With
+    ``keys_out``, the entries' 16-byte ID keys are appended to it too (in runs)."""
     parts: list[Part] = []
     n = 0
     start_key = _pack_key(*start)
@@ -343,18 +345,20 @@ def forward(rax: Rax, item: tuple[bytes, StreamNode] | None, start: StreamID, en
         key, node = item
         if key > end_key:
             break
-        if key == last_key:
+        resp = None if key == last_key else cached_node(node, key)
+        if resp is None:  # the last node (or the cache was turned off meanwhile)
             want = count - n if count else 0
-            entries = collect_forward(rax, start, end, want, True, item, key)
+            stop = key if key == last_key else None
+            if keys_out is None:
+                entries = collect_forward(rax, start, end, want, True, item, stop)
+            else:
+                found = collect_forward(rax, start, end, want, False, item, stop)
+                keys_out.append(b"".join([_pack_key(*eid) for eid, _ in found]))
+                entries = [[b"%d-%d" % eid, fields] for eid, fields in found]
             if entries:
                 parts.append(encode_entries(entries))
                 n += len(entries)
             break
-        resp = cached_node(node, key)
-        if resp is None:  # (the cache was turned off meanwhile)
-            entries = collect_forward(rax, start, end, count - n if count else 0, True, item)
-            parts.append(encode_entries(entries))
-            return parts, n + len(entries)
         i = resp.index_at_or_after(start_key) if start_key > key else 0
         last = resp.count
         j = last if resp.keys[-16:] <= end_key else resp.index_after(end_key)
@@ -362,6 +366,8 @@ def forward(rax: Rax, item: tuple[bytes, StreamNode] | None, start: StreamID, en
             j = i + count - n
         if j > i:
             parts.append(resp.run(i, j))
+            if keys_out is not None:
+                keys_out.append(resp.keys[i * 16:j * 16])
             n += j - i
         if (count and n >= count) or j < last:
             break

@@ -23,6 +23,7 @@ from server.commands.stream_args import (
     parse_ll,
     parse_loose_id,
     parse_strict_id,
+    parse_strict_ids,
     read_stream,
     register_ref_hooks,
 )
@@ -221,7 +222,7 @@ def xack(client: Client, argv: list[bytes]) -> object:
     group = lookup_group(stream, argv[2]) if stream is not None else None
     if stream is None or group is None:
         return 0  # nothing to acknowledge
-    ids = [parse_strict_id(arg) for arg in argv[3:]]  # all or nothing
+    ids = parse_strict_ids(argv[3:])  # all or nothing
     acked = group.ack(stream, ids)
     if acked:
         client.server.propagate(client.db, list(argv), acked)

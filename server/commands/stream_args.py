@@ -123,6 +123,20 @@ def parse_strict_id(arg: bytes, missing_seq: int = 0) -> StreamID:
         raise CommandError(str(exc)) from None
 
 
+def parse_strict_ids(args: list[bytes]) -> list[StreamID]:
+    """parse_strict_id of each argument (XACK's many IDs): plain ``ms-seq`` of at most 19
+    digits each (always below 2**64) without the general parser's calls."""
+    out = []
+    add = out.append
+    for arg in args:
+        ms, sep, seq = arg.partition(b"-")
+        if sep and len(ms) < 20 and len(seq) < 20 and ms.isdigit() and seq.isdigit():
+            add((int(ms), int(seq)))
+        else:
+            add(parse_strict_id(arg))
+    return out
+
+
 def parse_loose_id(arg: bytes, missing_seq: int = 0) -> StreamID:
     """An ID where `-` is 0-0 and `+` the maximum ID (streamParseIDOrReply)."""
     try:

@@ -20,9 +20,10 @@ for a consumer created here.
 from __future__ import annotations
 
 import asyncio
+import struct
 from collections.abc import Callable
 
-from protocol.encoder import NULL_ARRAY
+from protocol.encoder import NULL_ARRAY, Raw
 from server.blocking import BlockRequest
 from server.client import Client
 from server.commands.group_common import (
@@ -35,6 +36,7 @@ from server.commands.group_common import (
 )
 from server.commands.stream_args import (
     ReadBudget,
+    entries_reply,
     parse_block_timeout,
     parse_budget_value,
     parse_count,
@@ -200,6 +202,13 @@ def xreadgroup(client: Client, argv: list[bytes]) -> object:
         new = _has_new(stream, group)
         if not new and not (claim and _claimable(stream, group, now, min_idle)):
             continue
+        if not claim and accept is None:
+            raw = _deliver_new_resp(client, key, stream, group, consumer, now, count,
+                                    opts.noack)
+            if raw is not None:
+                client.server.dirty += 1  # one change per stream served
+                served.append((key, raw))
+                continue
         entries: list[list[object]] = []
         if claim:
             for eid, fields, idle, before, nack in group.claim_idle(
@@ -251,6 +260,27 @@ def _deliver_new(client: Client, key: bytes, stream: Stream, group: ConsumerGrou
         propagate_new_deliveries(client, key, group, consumer, fids, now)
     propagate_group_id(client, key, group, changes=0)
     return out
+
+
+def _deliver_new_resp(client: Client, key: bytes, stream: Stream, group: ConsumerGroup,
+                      consumer: Consumer, now: int, count: int, noack: bool) -> Raw | None:
+    """_deliver_new without CLAIM or MAXSIZE, its reply served from the cache of encoded
+    stream nodes (Stream.range_resp); None when there is that cache is off or nothing new
+    is there."""
+    keys: list[bytes] = []
+    found = stream.range_resp(incr_id(group.last_id), MAX_ID, count, False, keys)
+    if found is None or not found[1]:
+        return None
+    ids = list(_iter_ids(b"".join(keys)))
+    group.deliver_new(stream, ids, consumer, now, noack)
+    if not noack and client.server.propagate_hooks:
+        propagate_new_deliveries(client, key, group, consumer,
+                                 [b"%d-%d" % eid for eid in ids], now)
+    propagate_group_id(client, key, group, changes=0)
+    return entries_reply(*found)
+
+
+_iter_ids = struct.Struct(">QQ").iter_unpack
 
 
 # One pending CLAIM wake-up per blocked client (client id -> timer).

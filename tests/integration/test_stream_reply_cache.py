@@ -1,7 +1,8 @@
 """Range reads served from the cache of encoded stream nodes (storage/stream_resp.py) answer
 byte for byte as with the cache off: two servers, one with stream-reply-cache-max-bytes 0,
-the same random history of XADD, XDEL, XTRIM, XSETID, DEL and reads (XRANGE, XREVRANGE,
-XREAD, in RESP2 and RESP3) on both; and the cache shows in INFO and follows CONFIG SET."""
+the same random history of XADD, XDEL, XTRIM, XSETID, DEL, consumer groups (XREADGROUP >,
+XACK, XPENDING) and reads (XRANGE, XREVRANGE, XREAD, in RESP2 and RESP3) on both; and the
+cache shows in INFO and follows CONFIG SET."""
 
 from __future__ import annotations
 
@@ -72,6 +73,18 @@ def test_replies_are_the_same_with_and_without_the_cache(pair, seed: int) -> Non
                 command = ["XSETID", "s", f"{ms}-0"]
             elif op < 0.712:
                 command = ["DEL", "s"]
+            elif op < 0.74:
+                command = ["XGROUP", "CREATE", "s", "g", rng.choice(["0", "$"]), "MKSTREAM"]
+            elif op < 0.80:
+                command = ["XREADGROUP", "GROUP", "g", f"c{rng.randrange(3)}", "COUNT",
+                           str(rng.choice([1, 5, 30])), "STREAMS", "s", ">"]
+                if rng.random() < 0.2:
+                    command.insert(6, "NOACK")
+            elif op < 0.83:
+                command = ["XACK", "s", "g", *(f"{rng.randrange(ms + 1)}-{rng.randrange(3)}"
+                                               for _ in range(5))]
+            elif op < 0.84:
+                command = ["XPENDING", "s", "g"]
             else:
                 command = _read(rng, ms + 2)
             replies = [conn.call(*command) for conn in conns]
