@@ -40,6 +40,7 @@ from server.persistence.rdb_encoding import (
     UnsupportedType,
     crc64,
 )
+from server.persistence.rdb_stream_read import read_stream
 from server.persistence.rdb_values import (
     NEWEST_VERSION,
     STREAM_TYPES,
@@ -85,16 +86,34 @@ def parse_rdb(data: bytes, ndbs: int, now_ms: int | None = None,
         raise RdbLoadError(f"can't handle RDB format version {version} (this server reads "
                            f"{OLDEST_VERSION} to {NEWEST_VERSION})")
     access = access if access is not None else AccessClock()
-    result = LoadResult(ndbs, access)
-    result.version = version
     now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
-    r = Reader(data, pos=_HEADER)
     # A whole file whose checksum verifies is decoded without checking each stream node
     # byte by byte (Redis's sanitize-dump-payload no): the CRC already vouched for them,
-    # and the deep check cost about 8 us per entry. Without a checksum (0), or in an AOF
-    # base (whose end is found by decoding), every node is checked.
+    # and the deep check cost about 8 us per entry. An AOF base is most often such a file
+    # too. One followed by commands (Redis's RDB preamble) is first decoded without the
+    # deep check and kept if the checksum after its EOF is there and verifies; anything
+    # else (no checksum, a mismatch, a decoding error) decodes it again checking every
+    # node, which also gives an error the message it always had.
     stored = int.from_bytes(data[-8:], "little")
-    r.deep = aof_base or not stored or crc64(memoryview(data)[:-8]) != stored
+    verified = bool(stored) and crc64(memoryview(data)[:-8]) == stored
+    if aof_base and not verified:
+        try:
+            result, checked = _decode(data, ndbs, version, access, now, True, deep=False)
+        except Exception:  # (what the deep check would have refused, or a bad file)
+            checked = False
+        if checked:
+            return result
+    return _decode(data, ndbs, version, access, now, aof_base, deep=not verified)[0]
+
+
+def _decode(data: bytes, ndbs: int, version: int, access: AccessClock, now: int,
+            aof_base: bool, deep: bool) -> tuple[LoadResult, bool]:
+    """The records and the checksum after them; True with the result when that checksum
+    was there (not 0) and verified."""
+    result = LoadResult(ndbs, access)
+    result.version = version
+    r = Reader(data, pos=_HEADER)
+    r.deep = deep
     try:
         _records(r, result, now, aof_base)
     except RdbFormatError as exc:
@@ -108,7 +127,7 @@ def parse_rdb(data: bytes, ndbs: int, now_ms: int | None = None,
     result.end = r.pos + 8
     if not aof_base and result.end != len(data):
         raise RdbLoadError(f"unexpected data after the end of the RDB at offset {result.end}")
-    return result
+    return result, bool(expected)
 
 
 def _checksum_hint(data: bytes) -> str:
@@ -170,7 +189,7 @@ def _records(r: Reader, result: LoadResult, now: int, aof_base: bool) -> None:
         elif op == TYPE_STRING or op in STREAM_TYPES:
             key = r.string()
             try:
-                value = read_value(r, op)
+                value = read_stream(r, op) if op in STREAM_TYPES else read_value(r, op)
             except RdbFormatError as exc:
                 raise RdbFormatError(f"{exc} in the key '{_show(key)}' (db {db.id}) starting "
                                      f"at offset {at}") from None

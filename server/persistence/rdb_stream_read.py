@@ -1,0 +1,170 @@
+"""Reading a stream value of an RDB file with its consumer groups built in bulk.
+
+rdb_values reads a stream the general way: each pending entry goes into its group's four
+trees (pel, pel_by_time, the owner's pel, the stream's cgroups_ref) with an insert each,
+about 15 us per pending entry. A file lists the pending entries in ID order, so here each
+tree is filled whole from its sorted keys (Rax.fill_sorted) once the group is read. The
+checks, their order and their messages are rdb_values'; entries a file lists out of order
+take the general inserts. DUMP / RESTORE and COPY keep using rdb_values.
+"""
+
+from __future__ import annotations
+
+from server.persistence.rdb_encoding import M64, RdbFormatError, Reader
+from server.persistence.rdb_values import (
+    TYPE_STREAM_LISTPACKS_2,
+    TYPE_STREAM_LISTPACKS_3,
+    TYPE_STREAM_LISTPACKS_4,
+    TYPE_STREAM_LISTPACKS_5,
+    _read_idmp,
+)
+from storage.consumer_group import NACK, Consumer, ConsumerGroup, create_group
+from storage.consumer_group_lag import INVALID_ENTRIES_READ, estimate_distance
+from storage.consumer_group_pel import time_key
+from storage.rax import Rax
+from storage.stream import Stream, StreamCorruption
+from storage.stream_id import StreamID
+
+__all__ = ["read_stream"]
+
+
+def _stream_id(r: Reader) -> StreamID:
+    ms = r.length()
+    return (ms, r.length())
+
+
+def read_stream(r: Reader, kind: int) -> Stream:
+    """The stream of type `kind` at r (its type byte and key already read)."""
+    nodes = []
+    for _ in range(r.count("stream node")):
+        key = r.string()
+        if len(key) != 16:
+            raise r.fail("stream node key is not the size of a stream ID")
+        nodes.append((key, bytearray(r.string())))
+    length = r.length()
+    last_id = _stream_id(r)
+    if kind >= TYPE_STREAM_LISTPACKS_2:
+        _stream_id(r)  # the first ID: derived from the nodes here
+        max_deleted = _stream_id(r)
+        entries_added = r.length()
+    else:
+        max_deleted, entries_added = (0, 0), length
+    try:
+        stream = Stream.from_nodes(nodes, last_id, entries_added, max_deleted, length=length,
+                                   validate=r.deep)
+    except StreamCorruption as exc:
+        raise RdbFormatError(f"corrupt stream: {exc}") from None
+    if entries_added < length:
+        raise RdbFormatError("stream entries-added below its length")
+    refs: dict[bytes, list[ConsumerGroup]] = {}  # cgroups_ref, filled once at the end
+    for _ in range(r.count("consumer group")):
+        _read_group(r, stream, kind, refs)
+    if refs:
+        keys = sorted(refs)
+        _fill(_tree(stream), keys, [refs[key] for key in keys])
+    if kind >= TYPE_STREAM_LISTPACKS_4:
+        stream.idmp = _read_idmp(r)
+    return stream
+
+
+def _tree(stream: Stream) -> Rax:
+    if stream.cgroups_ref is None:
+        stream.cgroups_ref = Rax()
+    return stream.cgroups_ref
+
+
+def _read_group(r: Reader, s: Stream, kind: int,
+                refs: dict[bytes, list[ConsumerGroup]]) -> None:
+    """One consumer group, read and checked as rdb_values reads it, then its trees built."""
+    name = r.string()
+    last_id = _stream_id(r)
+    if kind >= TYPE_STREAM_LISTPACKS_2:
+        entries_read = r.length()
+        if entries_read == M64:  # (all ones: "not known")
+            entries_read = INVALID_ENTRIES_READ
+    else:
+        entries_read = estimate_distance(s, last_id)
+    group = create_group(s, name, last_id, entries_read)
+    if group is None:
+        raise r.fail("duplicate consumer group name")
+    group.entries_read = entries_read  # exactly as saved
+    pending: dict[bytes, tuple[int, int]] = {}
+    for _ in range(r.count("pending entry")):
+        key = r.take(16)
+        if key in pending:
+            raise r.fail("duplicate pending entry")
+        delivery_time = r.ms_time()
+        pending[key] = (delivery_time, r.length())
+    owned: dict[bytes, Consumer] = {}
+    per_consumer: list[tuple[Consumer, list[bytes]]] = []
+    for _ in range(r.count("consumer")):
+        cname = r.string()
+        seen_time = r.ms_time()
+        consumer = group.create_consumer(cname, seen_time)
+        if consumer is None:
+            raise r.fail("duplicate consumer")
+        consumer.active_time = r.ms_time() if kind >= TYPE_STREAM_LISTPACKS_3 else seen_time
+        keys = []
+        for _ in range(r.count("consumer pending entry")):
+            key = r.take(16)
+            if key not in pending:
+                raise r.fail("consumer entry not found in the group's PEL")
+            if key in owned:
+                raise r.fail("pending entry owned twice")
+            owned[key] = consumer
+            keys.append(key)
+        per_consumer.append((consumer, keys))
+    released: list[bytes] = []
+    if kind >= TYPE_STREAM_LISTPACKS_5:
+        seen: set[bytes] = set()
+        for _ in range(r.count("NACK zone entry")):
+            key = r.take(16)
+            if key not in pending:
+                raise r.fail("NACK zone entry not found in the group's PEL")
+            if key in owned or key in seen:
+                raise r.fail("NACK zone entry owned by a consumer or listed twice")
+            seen.add(key)
+            released.append(key)
+    if len(owned) + len(released) != len(pending):
+        raise r.fail("pending entry without a consumer")
+    _build(s, group, pending, owned, per_consumer, released, refs)
+
+
+def _build(s: Stream, group: ConsumerGroup, pending: dict[bytes, tuple[int, int]],
+           owned: dict[bytes, Consumer], per_consumer: list[tuple[Consumer, list[bytes]]],
+           released: list[bytes], refs: dict[bytes, list[ConsumerGroup]]) -> None:
+    """The group's trees from what the file listed: what ConsumerGroup.add_pending and
+    add_released would have made of it, one entry at a time."""
+    nacks: dict[bytes, NACK] = {}
+    for key, (delivery_time, delivery_count) in pending.items():
+        consumer = owned.get(key)
+        if consumer is None:  # the NACK zone: no owner, no delivery time (add_released)
+            nacks[key] = NACK(0, delivery_count, None)
+        else:
+            nacks[key] = NACK(delivery_time, delivery_count, consumer)
+    _fill(group.pel, list(nacks), list(nacks.values()))
+    by_time = sorted(time_key(nack.delivery_time, key) for key, nack in nacks.items()
+                     if nack.consumer is not None)
+    _fill(group.pel_by_time, by_time, None)
+    for consumer, keys in per_consumer:
+        _fill(consumer.pel, keys, [nacks[key] for key in keys])
+    for key in released:  # (in release order)
+        group.nacked[key] = nacks[key]
+    for key in nacks:
+        holders = refs.get(key)
+        if holders is None:
+            refs[key] = [group]
+        else:
+            holders.append(group)
+
+
+def _fill(tree: Rax, keys: list[bytes], values: list[object] | None) -> None:
+    """Fill an empty tree whole when the keys ascend (as a file lists them), else insert
+    them in sorted order one by one (a tree's shape does not depend on the order)."""
+    try:
+        tree.fill_sorted(keys, values)
+    except ValueError:
+        pairs = sorted(zip(keys, values if values is not None else [None] * len(keys),
+                           strict=True))
+        for key, value in pairs:
+            tree.insert(key, value)
