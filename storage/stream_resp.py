@@ -218,13 +218,44 @@ def _shrink(target: int) -> None:
 _BULK = [b"$%d" % i for i in range(1024)]
 _ARRAY = [b"*%d" % i for i in range(1024)]
 _SMALL = [b"%d" % i for i in range(128)]
-_SMALL_LINE = [b"$%d\r\n%d" % (len(b"%d" % i), i) for i in range(128)]
 _M64 = (1 << 64) - 1
 _from_bytes = int.from_bytes
 
 
-def _bulk_line(value: bytes) -> bytes:
-    return b"$%d\r\n%b" % (len(value), value)
+_ID_HEAD = [b"*2\r\n$%d" % i for i in range(64)]
+
+
+class _FieldLines:
+    """The lines of a SAMEFIELDS entry's fields for one list of master field names, shared
+    by the nodes with those names: per field, the line that ends just before its value
+    (the field's bulk string, then the value's "$<len>"; the first one opens with the
+    "*<2n>" array header) by value length, and with a 7-bit integer value the field's
+    whole text, value included."""
+
+    __slots__ = ("heads", "ints")
+
+    def __init__(self, names: tuple[bytes, ...]) -> None:
+        n = len(names)
+        self.heads: list[list[bytes]] = []
+        self.ints: list[list[bytes]] = []
+        for i, name in enumerate(names):
+            before = (b"*%d\r\n" % (2 * n) if i == 0 else b"") + b"$%d\r\n%b\r\n" % (
+                len(name), name)
+            self.heads.append([before + b"$%d" % length for length in range(64)])
+            self.ints.append([before + b"$%d\r\n%d" % (len(b"%d" % v), v) for v in range(128)])
+
+
+_FIELD_LINES: dict[tuple[bytes, ...], _FieldLines] = {}
+
+
+def _field_lines(names: list[bytes]) -> _FieldLines:
+    key = tuple(names)
+    found = _FIELD_LINES.get(key)
+    if found is None:
+        if len(_FIELD_LINES) >= 1024:  # (bounded, as the interned master entries are)
+            _FIELD_LINES.clear()
+        found = _FIELD_LINES[key] = _FieldLines(key)
+    return found
 
 
 def encode_node(node: StreamNode, key: bytes) -> tuple[bytes, array, bytes]:
@@ -234,13 +265,13 @@ def encode_node(node: StreamNode, key: bytes) -> tuple[bytes, array, bytes]:
     names, template, off = node_layout(node)
     mms, mseq = _unpack_key(key)
     stop = len(data) - 1
-    name_lines = [_bulk_line(name) for name in names]
-    same_header = _ARRAY[2 * len(names)] if 2 * len(names) < 1024 else b"*%d" % (2 * len(names))
+    table = _field_lines(names)
+    fields_lines = list(zip(table.heads, table.ints, strict=True))
     nmaster = len(names)
     dec = decode_element
     bulk = _BULK
+    id_head = _ID_HEAD
     small = _SMALL
-    small_line = _SMALL_LINE
     pack = _pack_key
     lines: list[bytes] = []
     ap = lines.append
@@ -283,30 +314,29 @@ def encode_node(node: StreamNode, key: bytes) -> tuple[bytes, array, bytes]:
         eid = pre + small[seq] if seq < 128 else pre + b"%d" % seq
         mark(len(lines))
         add_key(pack(ms, seq))
-        ap(b"*2")
-        ap(bulk[len(eid)])
+        ap(id_head[len(eid)])  # (an ID is at most 41 bytes)
         ap(eid)
         if flags == FLAG_SAMEFIELDS:
-            ap(same_header)
-            for name_line in name_lines:
-                ap(name_line)
+            for heads, ints in fields_lines:
                 b = data[off]
-                if b < 0x80:  # 7-bit uint
-                    ap(small_line[b])
+                if b < 0x80:  # 7-bit uint: the field and its value in one line
+                    ap(ints[b])
                     off += 2
                     continue
                 if b < 0xC0:  # short string
                     e = off + b - 0x7F
-                    value = data[off + 1:e]
+                    ap(heads[b - 0x80])
+                    ap(data[off + 1:e])
                     off = e + 1
-                elif b == 0xF2:  # 24-bit int
+                    continue
+                if b == 0xF2:  # 24-bit int
                     value = b"%d" % _from_bytes(data[off + 1:off + 4], "little", signed=True)
                     off += 5
                 else:
                     v, off = dec(data, off)
                     value = b"%d" % v if type(v) is int else v  # type: ignore[assignment]
                 n = len(value)
-                ap(bulk[n] if n < 1024 else b"$%d" % n)
+                ap(heads[n] if n < 64 else heads[0][:-1] + b"%d" % n)
                 ap(value)
             off = off + 2 if data[off] < 0x80 else next_offset(data, off)  # lp-count
         else:
