@@ -605,9 +605,13 @@ class ServerCore:
             if idle_timeout:
                 now = self.cached_monotonic
                 for client in list(self.clients.values()):
+                    # (clientsCronHandleTimeout: not replicas, the primary's link, blocked
+                    # clients, MONITOR or clients in Pub/Sub mode)
                     if (client.blocked is None and not client.monitor
                             and now - client.last_interaction > idle_timeout
-                            and client.sink is not None):
+                            and client.sink is not None and client.repl is None
+                            and not client.repl_master
+                            and (client.subs is None or not client.subs.total())):
                         self.log.verbose("Closing idle client")
                         client.sink.close_client()
             for hook in self.cron_hooks:

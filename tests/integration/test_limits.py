@@ -274,6 +274,8 @@ def test_idle_timeout() -> None:
         assert call(idle, "PING") == b"PONG"
         blocked = connect(proc.port)
         blocked.sendall(resp("XREAD", "BLOCK", "0", "STREAMS", "s", "$"))
+        subscriber = connect(proc.port)
+        assert call(subscriber, "SUBSCRIBE", "news") == [b"subscribe", b"news", 1]
         busy = connect(proc.port)
         start = time.monotonic()
         closed = False
@@ -287,6 +289,9 @@ def test_idle_timeout() -> None:
         # still gets the entry.
         assert call(busy, "XADD", "s", "1-1", "f", "v") == b"1-1"
         assert read_replies(blocked, 1) == [[[b"s", [[b"1-1", [b"f", b"v"]]]]]]
+        # Nor is a client in Pub/Sub mode: it still gets the message.
+        assert call(busy, "PUBLISH", "news", "hi") == 1
+        assert read_replies(subscriber, 1) == [[b"message", b"news", b"hi"]]
         assert call(busy, "CONFIG", "GET", "timeout") == [b"timeout", b"1"]
 
 
