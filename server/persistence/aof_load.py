@@ -2,7 +2,8 @@
 
 Each command goes through the real dispatch with a fake client that gets no replies, so the AOF
 exercises exactly the code that live commands run. Parsing is strict RESP (arrays of bulk
-strings); lines starting with '#' are annotations and skipped, as Redis does.
+strings); lines starting with '#' are annotations and skipped, as Redis does (aof_parse: runs
+of commands read by hiredis and proven canonical, the strict Python rules for the rest).
 
 - A command cut short by the end of the *last* file (a crash in the middle of a write) is
   dropped with a warning when aof-load-truncated is yes, and the file is truncated to its last
@@ -16,88 +17,33 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from protocol.encoder import ErrorReply
 from server.client import Client
-from server.dispatch import execute, lookup
+from server.dispatch import COMMANDS, CommandSpec, execute, lookup
 from server.errors import CommandError
+from server.persistence.aof_parse import (
+    AofFormatError,
+    AofTruncated,
+    iter_batches,
+    iter_commands,
+    offsets,
+)
+from server.persistence.replay_fast import replay_xadd
+
+# (the strict reader and its errors, also where they were first defined)
+__all__ = ["AofFormatError", "AofLoadError", "AofTruncated", "iter_commands", "replay_bytes",
+           "replay_file"]
 
 if TYPE_CHECKING:
     from server.app import Server
     from server.log import Logger
 
-_MAX_LEN_DIGITS = 20
-
-
-class AofFormatError(Exception):
-    """Bad framing at `offset`."""
-
-    def __init__(self, offset: int, reason: str) -> None:
-        super().__init__(reason)
-        self.offset = offset
-        self.reason = reason
-
-
-class AofTruncated(Exception):
-    """The data ends inside the command starting at `offset`."""
-
-    def __init__(self, offset: int) -> None:
-        super().__init__(f"truncated command at offset {offset}")
-        self.offset = offset
-
 
 class AofLoadError(Exception):
     """Loading must stop; str() is the message for the log and stderr."""
-
-
-def _read_number(data: bytes | mmap.mmap, pos: int, start: int) -> tuple[int, int]:
-    """The decimal after the type byte at pos, up to CRLF: (value, position after CRLF)."""
-    eol = data.find(b"\r\n", pos + 1, pos + 3 + _MAX_LEN_DIGITS)
-    if eol < 0:
-        if len(data) - pos < _MAX_LEN_DIGITS + 3:
-            raise AofTruncated(start)
-        raise AofFormatError(start, "invalid length line")
-    text = data[pos + 1:eol]
-    if not text.isdigit():
-        raise AofFormatError(start, "invalid length")
-    return int(text), eol + 2
-
-
-def iter_commands(data: bytes | mmap.mmap, pos: int = 0) -> Iterator[tuple[int, list[bytes], int]]:
-    """(start offset, argv, end offset) of each command; raises AofTruncated/AofFormatError."""
-    n = len(data)
-    while pos < n:
-        start = pos
-        lead = data[pos]
-        if lead == 0x23:  # '#' annotation line
-            eol = data.find(b"\n", pos)
-            if eol < 0:
-                raise AofTruncated(start)
-            pos = eol + 1
-            continue
-        if lead != 0x2A:  # '*'
-            raise AofFormatError(start, "expected '*' at the start of a command")
-        argc, pos = _read_number(data, pos, start)
-        if argc < 1:
-            raise AofFormatError(start, "invalid argument count")
-        argv = []
-        for _ in range(argc):
-            if pos >= n:
-                raise AofTruncated(start)
-            if data[pos] != 0x24:  # '$'
-                raise AofFormatError(start, "expected '$' before an argument")
-            length, pos = _read_number(data, pos, start)
-            end = pos + length
-            if end + 2 > n:
-                raise AofTruncated(start)
-            if data[end:end + 2] != b"\r\n":
-                raise AofFormatError(start, "argument not followed by CRLF")
-            argv.append(data[pos:end])
-            pos = end + 2
-        yield start, argv, pos
 
 
 @dataclass(slots=True)
@@ -125,23 +71,40 @@ def replay_bytes(server: Server, data: bytes | mmap.mmap, name: str, is_last: bo
     result = FileResult()
     before_multi = offset
     log = server.log
+    # Specs by the name exactly as the file spells it, for commands without subcommands:
+    # lookup()'s work once per name rather than once per command.
+    specs: dict[bytes, CommandSpec] = {}
+    xadd = COMMANDS.get(b"xadd")
     try:
-        for start, argv, _end in iter_commands(data, offset):
-            try:
-                lookup(argv)
-            except CommandError as exc:
-                raise AofLoadError(
-                    f"Unknown command '{argv[0].decode(errors='replace')}' reading the append "
-                    f"only file {name} at offset {start}: {exc.message}") from None
-            if argv[0].lower() == b"multi":
-                before_multi = start
-            reply = execute(client, argv)
-            result.commands += 1
-            if isinstance(reply, ErrorReply):
-                result.failed += 1
-                if result.failed <= 10:
-                    log.warning(f"AOF {name}: command at offset {start} failed on replay: "
-                                f"{reply}")
+        for start, cmds, _end in iter_batches(data, offset):
+            starts: list[int] | None = None  # each command's offset, worked out when needed
+            for i, argv in enumerate(cmds):
+                spec = specs.get(argv[0])
+                if spec is None or not spec.arity_ok(len(argv)):
+                    try:
+                        spec = lookup(argv)
+                    except CommandError as exc:
+                        starts = starts or offsets(start, cmds)
+                        raise AofLoadError(
+                            f"Unknown command '{argv[0].decode(errors='replace')}' reading the "
+                            f"append only file {name} at offset {starts[i]}: "
+                            f"{exc.message}") from None
+                    if not spec.subcommands and spec.parent is None:
+                        specs[argv[0]] = spec
+                if spec is xadd and replay_xadd(client, spec, argv):
+                    result.commands += 1
+                    continue
+                if spec.name == "multi":
+                    starts = starts or offsets(start, cmds)
+                    before_multi = starts[i]
+                reply = execute(client, argv)
+                result.commands += 1
+                if isinstance(reply, ErrorReply):
+                    result.failed += 1
+                    if result.failed <= 10:
+                        starts = starts or offsets(start, cmds)
+                        log.warning(f"AOF {name}: command at offset {starts[i]} failed on "
+                                    f"replay: {reply}")
     except AofFormatError as exc:
         raise AofLoadError(
             f"Bad file format reading the append only file {name} at offset {exc.offset}: "
