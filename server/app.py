@@ -11,6 +11,7 @@ before-sleep and cron work it does. Persistence attaches itself later
 from __future__ import annotations
 
 import server.commands  # noqa: F401 - registers every command family in server.dispatch
+from server import cold_tier
 from server.acl.access import AccessControl
 from server.blocking import Blocking
 from server.commands import xidmp
@@ -38,6 +39,7 @@ class Server(ServerCore):
         self.acl_log = self.acl.log
         self.evictor = Evictor(self)
         self.replication = replication.attach(self)
+        self.cold_tier = cold_tier.attach(self)
         config.on_change("maxmemory-policy", self.evictor.set_policy)
         # A new stream's IDMP limits follow the config; its expired IDMP records go on the cron.
         set_defaults(config["stream-idmp-duration"], config["stream-idmp-maxsize"])

@@ -292,6 +292,9 @@ OPTIONS: list[OptionSpec] = [
     # The bound of the cache of encoded stream nodes range reads are served from
     # (storage/stream_resp.py); 0 turns it off. Not a Redis option.
     OptionSpec("stream-reply-cache-max-bytes", 64 * 1024**2, MemoryRange(0, _MAX)),
+    # Sealed stream nodes kept in memory at most; the oldest beyond it go to files under
+    # dir (server/cold_tier.py, storage/cold). 0: all in memory, as Redis. Not a Redis option.
+    OptionSpec("stream-hot-memory", 0, MemoryRange(0, _MAX)),
     # Redis 8.6: the IDMP-DURATION (seconds) and IDMP-MAXSIZE a new stream starts with.
     OptionSpec("stream-idmp-duration", 100, _int_range(1, 86400)),
     OptionSpec("stream-idmp-maxsize", 100, _int_range(1, 10000)),

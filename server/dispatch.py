@@ -25,6 +25,7 @@ from server.errors import (
     unknown_subcommand,
     wrong_arity,
 )
+from storage.cold.node import ColdDataError
 
 if TYPE_CHECKING:
     from server.app import Server
@@ -491,8 +492,8 @@ def _reject(client: Client, argv: list[bytes], text: str) -> ErrorReply:
 def _handler_failed(client: Client, spec: CommandSpec, exc: Exception) -> ErrorReply:
     """The error reply of a handler that raised: a CommandError's text, or for anything else
     (a bug) an internal error, logged: the command fails, the client lives on."""
-    if isinstance(exc, CommandError):
-        text = exc.message
+    if isinstance(exc, (CommandError, ColdDataError)):
+        text = exc.message  # (a cold stream node whose file is damaged names the stream)
     else:
         client.server.log.warning(f"Internal error running '{spec.fullname}': {exc!r}\n"
                                   + traceback.format_exc())

@@ -132,6 +132,8 @@ def _memory(s: Server) -> Fields:
         ("mem_not_counted_for_evict", 0),
         # The cache of encoded stream nodes that range reads are served from (not Redis's).
         ("mem_stream_reply_cache", stream_resp.used_bytes()),
+        # stream-hot-memory (server/cold_tier.py): sealed nodes in memory and on disk.
+        *s.cold_tier.info_fields(),
         # No cluster or defragmenter here: what they would hold is nothing.
         *replication_memory(s.replication).items(),
         ("mem_clients_slaves", 0), ("mem_clients_normal", mh.clients_normal),

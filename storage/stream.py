@@ -150,6 +150,7 @@ class Stream:
         "_tail_behind",
         "_head_hint",  # (listpack, size, first entry offset, end of tombstone run): trimming
         "_seek_hint",  # where the last lookup by ID ended: see _find
+        "__weakref__",  # (the cold tier's registry refers to streams weakly)
     )
 
     def __init__(self) -> None:
@@ -679,12 +680,15 @@ class Stream:
         return self.rax.node_count()
 
     def memory_usage(self) -> int:
-        """Bytes used: listpack buffers (allocated size) and their objects, the rax
-        nodes and this object.  Consumer groups are not included."""
+        """Bytes in memory: listpack buffers (allocated size) and their objects, the rax
+        nodes and this object; cold nodes (storage/cold) count their objects only.
+        Consumer groups are not included."""
         total = sys.getsizeof(self) + self.rax.memory_usage() + sys.getsizeof(self._tail_names)
         getsize = sys.getsizeof
         for lp in self.rax.values():
-            total += getsize(lp) + getsize(lp.buf)  # type: ignore[union-attr]
+            total += getsize(lp)
+            if lp.cold is None:  # type: ignore[union-attr]  # (a cold node's bytes are on disk)
+                total += getsize(lp.buf)  # type: ignore[union-attr]
             if lp.marks is not None:  # type: ignore[union-attr]
                 total += getsize(lp.marks)  # type: ignore[union-attr]
         return total

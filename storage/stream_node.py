@@ -108,10 +108,11 @@ class StreamNode(Listpack):
 
     * ``resp``: the RESP of its live entries when a read cached it (stream_resp.NodeResp),
       else None; a weak reference lets the cache forget a node that is freed.
+    * ``cold``: where its bytes are while it is cold (storage/cold), else None.
 
-    About 90 bytes per node, under one byte per entry with the default limits."""
+    About 100 bytes per node, under one byte per entry with the default limits."""
 
-    __slots__ = ("master", "marks", "resp", "__weakref__")
+    __slots__ = ("master", "marks", "resp", "cold", "__weakref__")
 
     def __init__(
         self,
@@ -123,6 +124,7 @@ class StreamNode(Listpack):
         self.master = master
         self.marks = marks
         self.resp = None
+        self.cold = None
 
 
 _MASTERS: dict[tuple[tuple[bytes, ...], int], MasterInfo] = {}

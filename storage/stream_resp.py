@@ -55,6 +55,7 @@ __all__ = [
     "forward",
     "cached_node",
     "clear",
+    "forget",
     "max_bytes",
     "set_max_bytes",
     "stats",
@@ -168,6 +169,12 @@ def cached_node(node: StreamNode, key: bytes) -> NodeResp | None:
     if not cache.max_bytes:
         return None
     resp = node.resp
+    if resp is not None and node.cold is not None:
+        # A cold node's bytes are as they were when it went cold, and its encoding was
+        # checked then (storage/cold/tier.py): served without reading them back.
+        cache.hits += 1
+        cache.lru.move_to_end(id(node))
+        return resp
     sig = signature(node)
     if resp is not None:
         if resp.signature == sig:
@@ -185,6 +192,11 @@ def cached_node(node: StreamNode, key: bytes) -> NodeResp | None:
     cache.lru[key] = (weakref.ref(node, lambda _ref, key=key: _freed(key)), resp.size)
     cache.used += resp.size
     return resp
+
+
+def forget(node: StreamNode) -> None:
+    """Drop the node's encoding (one that no longer matches its bytes)."""
+    _forget(node)
 
 
 def _forget(node: StreamNode) -> None:

@@ -1,0 +1,132 @@
+"""Segment files: where cold stream nodes' bytes lie.
+
+A segment is an append-only file ``seg-<n>.cold`` in the cold directory. A node going cold
+is appended whole to the current segment; its place is a ``Place`` (segment number, offset,
+length, CRC-32 of the bytes) kept in memory by the node. Segments roll over at
+``SEGMENT_BYTES``. Each segment counts the bytes still in use; when a node is read back (or
+its stream drops it) its bytes are freed, and a segment with none left, other than the one
+being written, is deleted.
+
+Files are read through descriptors opened once and kept (``os.pread``), so a forked child
+(BGSAVE, a full sync to a replica) can still read a segment the parent has deleted since.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from dataclasses import dataclass
+
+__all__ = ["SEGMENT_BYTES", "Place", "SegmentError", "SegmentStore"]
+
+SEGMENT_BYTES = 64 << 20
+
+
+class SegmentError(Exception):
+    """A node's bytes cannot be read back: the reason, for the error that names the node."""
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    segment: int
+    offset: int
+    length: int
+    crc: int
+
+
+class _Segment:
+    __slots__ = ("number", "fd", "size", "live", "path", "name")
+
+    def __init__(self, number: int, path: str) -> None:
+        self.number = number
+        self.path = path
+        self.name = os.path.basename(path)
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+        self.size = 0
+        self.live = 0
+
+
+class SegmentStore:
+    """The segments of one cold directory (created empty: see ``wipe``)."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.segments: dict[int, _Segment] = {}
+        self.current: _Segment | None = None
+        self.next_number = 1
+        self.disk_bytes = 0  # bytes of the segment files that exist
+
+    @staticmethod
+    def wipe(directory: str) -> None:
+        """Create the directory, or empty it of segments (cold data does not outlive the
+        process: the AOF and snapshots hold every entry)."""
+        os.makedirs(directory, exist_ok=True)
+        for name in os.listdir(directory):
+            if name.startswith("seg-") and name.endswith(".cold"):
+                os.unlink(os.path.join(directory, name))
+
+    def append(self, data: bytes) -> Place:
+        """Write data to the current segment; OSError (a full disk...) leaves nothing
+        half-counted."""
+        seg = self.current
+        if seg is None or seg.size >= SEGMENT_BYTES:
+            seg = self._new_segment()
+        written = os.write(seg.fd, data)
+        if written != len(data):  # (a short write: the disk is full)
+            os.ftruncate(seg.fd, seg.size)
+            raise OSError(28, "short write to a cold segment (disk full?)")
+        place = Place(seg.number, seg.size, len(data), zlib.crc32(data))
+        seg.size += written
+        seg.live += written
+        self.disk_bytes += written
+        return place
+
+    def read(self, place: Place) -> bytes:
+        seg = self.segments.get(place.segment)
+        if seg is None:
+            raise SegmentError(f"segment {place.segment} is gone")
+        try:
+            data = os.pread(seg.fd, place.length, place.offset)
+        except OSError as exc:
+            raise SegmentError(f"segment file {seg.name}: {exc.strerror}") from None
+        if len(data) != place.length:
+            raise SegmentError(f"segment file {seg.name} is shorter than expected (offset "
+                               f"{place.offset})")
+        if zlib.crc32(data) != place.crc:
+            raise SegmentError(f"segment file {seg.name}: checksum mismatch at offset "
+                               f"{place.offset}")
+        return data
+
+    def free(self, place: Place) -> None:
+        seg = self.segments.get(place.segment)
+        if seg is None:
+            return
+        seg.live -= place.length
+        if seg.live <= 0 and seg is not self.current:
+            self._drop(seg)
+
+    def close(self) -> None:
+        for seg in list(self.segments.values()):
+            os.close(seg.fd)
+        self.segments.clear()
+        self.current = None
+
+    def _new_segment(self) -> _Segment:
+        old = self.current
+        number = self.next_number
+        self.next_number += 1
+        seg = _Segment(number, os.path.join(self.directory, f"seg-{number}.cold"))
+        self.segments[number] = seg
+        self.current = seg
+        if old is not None and old.live <= 0:
+            self._drop(old)
+        return seg
+
+    def _drop(self, seg: _Segment) -> None:
+        del self.segments[seg.number]
+        self.disk_bytes -= seg.size
+        try:
+            os.unlink(seg.path)
+        except OSError:
+            pass
+        os.close(seg.fd)
