@@ -1,0 +1,191 @@
+"""The cold tier (stream-hot-memory) under a backlog larger than its limit (not a test).
+
+    python bench/bench_tiering.py [--entries 3000000] [--limit 32mb] [--streams 4]
+
+1. Fills one xstreamd with `--entries` entries (about 110 bytes of field data each, in
+   `--streams` streams) with stream-hot-memory at `--limit`, and reports RSS growth against
+   the limit, the tier's INFO fields, and the bytes on disk.
+2. Reads every entry back (XRANGE COUNT 2000) and checks each one, and reads them all with
+   XREADGROUP from 0 (COUNT 1000, in order); reports read rates.
+3. Restarts the server on the same directory (AOF) and reports RSS and the data's length.
+4. XADD CPU per command with the option on and off (two servers, the same redis-benchmark
+   load in alternating shares), and XRANGE COUNT 2000 over cold data against hot data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import redis
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import common  # noqa: E402
+
+from tests.helpers import ServerProcess  # noqa: E402
+
+VALUE = "v" * 90
+
+
+def _info(r: redis.Redis) -> dict:
+    return r.info("memory")
+
+
+def _fill(port: int, streams: int, entries: int) -> float:
+    per = entries // streams
+    started = time.perf_counter()
+    for s in range(streams):
+        common.redis_benchmark(port, ["-c", "4", "-n", str(per), "-P", "100", "-r", "1000000",
+                                      "XADD", f"backlog:{s}", "*", "n", "__rand_int__",
+                                      "payload", VALUE])
+    return time.perf_counter() - started
+
+
+def _wait_settled(r: redis.Redis, limit: int, timeout: float = 60) -> dict:
+    deadline = time.time() + timeout
+    while True:
+        info = _info(r)
+        if info["stream_hot_bytes"] <= limit * 1.1 or time.time() > deadline:
+            return info
+        time.sleep(0.2)
+
+
+def _read_back(r: redis.Redis, streams: int) -> tuple[int, float]:
+    raw = r.connection_pool.get_connection()
+    total = 0
+    started = time.perf_counter()
+    for s in range(streams):
+        cursor = "-"
+        while True:
+            raw.send_command("XRANGE", f"backlog:{s}", cursor, "+", "COUNT", 2000)
+            reply = raw.read_response()
+            if not reply:
+                break
+            for _eid, fields in reply:
+                assert fields[0] == b"n" and fields[3] == VALUE.encode()
+            total += len(reply)
+            cursor = b"(" + reply[-1][0]
+    r.connection_pool.release(raw)
+    return total, time.perf_counter() - started
+
+
+def _group_read(r: redis.Redis, streams: int) -> tuple[int, float]:
+    total = 0
+    started = time.perf_counter()
+    for s in range(streams):
+        key = f"backlog:{s}"
+        r.xgroup_create(key, "bench", "0")
+        last = b"0-0"
+        while True:
+            reply = r.xreadgroup("bench", "c", {key: ">"}, count=1000, noack=True)
+            if not reply:
+                break
+            entries = reply[0][1]
+            for eid, _fields in entries:
+                assert eid > last or len(eid) > len(last)
+                last = eid
+            total += len(entries)
+    return total, time.perf_counter() - started
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--entries", type=int, default=3_000_000)
+    ap.add_argument("--streams", type=int, default=4)
+    ap.add_argument("--limit", default="32mb")
+    ap.add_argument("--xadd-requests", type=int, default=200_000)
+    args = ap.parse_args()
+    workdir = Path(__file__).resolve().parent.parent / ".bench-tiering"
+    workdir.mkdir(exist_ok=True)
+    for old in workdir.glob("**/*"):
+        if old.is_file():
+            old.unlink()
+    server_args = ["--stream-hot-memory", args.limit, "--appendonly", "yes", "--save", "",
+                   "--auto-aof-rewrite-percentage", "0", "--stream-reply-cache-max-bytes", "0"]
+    proc = ServerProcess(extra_args=server_args, workdir=str(workdir)).start()
+    r = redis.Redis(port=proc.port)
+    limit = int(r.config_get("stream-hot-memory")["stream-hot-memory"])
+    rss0 = common.rss_bytes(proc.proc.pid)
+    fill_s = _fill(proc.port, args.streams, args.entries)
+    info = _wait_settled(r, limit)
+    rss1 = common.rss_bytes(proc.proc.pid)
+    print(f"filled {args.entries:,} entries in {fill_s:.1f} s; RSS grew "
+          f"{(rss1 - rss0) / 2**20:.1f} MiB (limit {limit / 2**20:.0f} MiB); hot "
+          f"{info['stream_hot_bytes'] / 2**20:.1f} MiB, cold {info['stream_cold_nodes']:,} "
+          f"nodes / {info['stream_cold_bytes'] / 2**20:.1f} MiB, on disk "
+          f"{info['stream_cold_disk_bytes'] / 2**20:.1f} MiB", flush=True)
+    n, secs = _read_back(r, args.streams)
+    assert n == args.entries // args.streams * args.streams, n
+    print(f"XRANGE COUNT 2000 read back all {n:,} entries (each checked): {n / secs:,.0f} "
+          "entries/s", flush=True)
+    n, secs = _group_read(r, args.streams)
+    print(f"XREADGROUP COUNT 1000 from 0 delivered {n:,} entries in order: {n / secs:,.0f} "
+          "entries/s", flush=True)
+    info = _wait_settled(r, limit)
+    print(f"after the reads: RSS {common.rss_bytes(proc.proc.pid) / 2**20:.1f} MiB, hot "
+          f"{info['stream_hot_bytes'] / 2**20:.1f} MiB", flush=True)
+    proc.stop()
+    started = time.perf_counter()
+    proc = ServerProcess(extra_args=server_args, workdir=str(workdir), port=proc.port).start()
+    r = redis.Redis(port=proc.port)
+    lengths = sum(r.xlen(f"backlog:{s}") for s in range(args.streams))
+    load_s = time.perf_counter() - started
+    peak = common.rss_bytes(proc.proc.pid)
+    info = _wait_settled(r, limit, 120)
+    print(f"restart: {lengths:,} entries back in {load_s:.1f} s; RSS {peak / 2**20:.1f} MiB "
+          f"when serving, {common.rss_bytes(proc.proc.pid) / 2**20:.1f} MiB once moved out "
+          f"(the cold files are rebuilt from the AOF)", flush=True)
+    proc.stop()
+    _compare(args, limit)
+
+
+def _compare(args: argparse.Namespace, limit: int) -> None:
+    """XADD CPU per command, tier on against off; then XRANGE over cold data against hot."""
+    base = ["--appendonly", "no", "--save", "", "--stream-reply-cache-max-bytes", "0"]
+    on = ServerProcess(extra_args=[*base, "--stream-hot-memory", str(limit)],
+                       workdir=str(Path(__file__).resolve().parent.parent / ".bench-tiering"))
+    off = ServerProcess(extra_args=base)
+    with on, off:
+        cpu = {"on": 0.0, "off": 0.0}
+        share = args.xadd_requests // 10
+        servers = [("on", on), ("off", off)]
+        for turn in range(10):
+            for name, proc in (servers if turn % 2 == 0 else servers[::-1]):
+                before = common.cpu_seconds(proc.proc.pid)
+                common.redis_benchmark(proc.port, ["-c", "50", "-n", str(share), "-r", "1000000",
+                                                   "XADD", "x", "*", "n", "__rand_int__",
+                                                   "payload", VALUE])
+                cpu[name] += common.cpu_seconds(proc.proc.pid) - before
+        per = {name: cpu[name] / (share * 10) * 1e6 for name in cpu}
+        print(f"XADD CPU per command: tier on {per['on']:.2f} us, off {per['off']:.2f} us "
+              f"(ratio {per['on'] / per['off']:.3f})", flush=True)
+        rates = {}
+        for name, proc in servers:
+            r = redis.Redis(port=proc.port)
+            if name == "on":
+                _wait_settled(r, limit)
+                cold = r.info("memory")["stream_cold_nodes"]
+            n, secs = 0, 0.0
+            raw = r.connection_pool.get_connection()
+            cursor: bytes | str = "-"
+            started = time.perf_counter()
+            while True:
+                raw.send_command("XRANGE", "x", cursor, "+", "COUNT", 2000)
+                reply = raw.read_response()
+                if not reply:
+                    break
+                n += len(reply)
+                cursor = b"(" + reply[-1][0]
+            secs = time.perf_counter() - started
+            rates[name] = n / secs
+        print(f"XRANGE COUNT 2000 over {n:,} entries: {cold:,} nodes cold {rates['on']:,.0f} "
+              f"entries/s, all hot {rates['off']:,.0f} entries/s (ratio "
+              f"{rates['on'] / rates['off']:.2f})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
