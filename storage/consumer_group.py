@@ -184,6 +184,24 @@ class ConsumerGroup:
             self.nacked[key] = nack
         ref_add(s, key, self)
 
+    def _append_nack(self, s: Stream, key: bytes, nack: NACK) -> bool:
+        """``_insert_nack`` of a NACK with an owner when ``key`` is above every key of the
+        PEL (XCLAIM FORCE of the IDs an AOF replays, ascending), each tree taking it by
+        ``Rax.append_max`` where it can.  False, with nothing changed, when it is not."""
+        if not self.pel.append_max(key, nack):
+            return False
+        consumer = nack.consumer
+        assert consumer is not None
+        tkey = _time_key(nack.delivery_time, key)
+        if not self.pel_by_time.append_max(tkey):
+            self.pel_by_time.insert(tkey)
+        if not consumer.pel.append_max(key, nack):
+            consumer.pel.insert(key, nack)
+        refs = s.cgroups_ref
+        if refs is None or not refs.append_max(key, [self]):
+            ref_add(s, key, self)
+        return True
+
     def add_pending(
         self, s: Stream, id: StreamID, consumer: Consumer, delivery_time: int, delivery_count: int
     ) -> NACK:

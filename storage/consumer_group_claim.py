@@ -5,8 +5,9 @@ and XREADGROUP CLAIM takes them first.
 
 Plain functions taking the group first; ConsumerGroup keeps methods of the same names
 that delegate here.  Every PEL change goes through the group's primitives
-(``_insert_nack``, ``_remove_key``, ``_set_time``, ``_assign``) so its four trees keep
-agreeing.  No clock is read here: every time is a ``now`` argument in Unix milliseconds.
+(``_insert_nack``, ``_append_nack``, ``_remove_key``, ``_set_time``, ``_assign``) so its
+four trees keep agreeing.  No clock is read here: every time is a ``now`` argument in Unix
+milliseconds.
 """
 
 from __future__ import annotations
@@ -47,9 +48,25 @@ def claim(
     ``delivery_time`` None means now; ``retry_count`` -1 means increment the
     delivery count unless ``justid``."""
     key = id_to_key(id)
+    # JUSTID replies with the ID alone: whether the entry is live is all it needs, so its
+    # fields are not decoded (the form every propagated XCLAIM has, replayed from the AOF).
+    fields: list[bytes] | None = None
+    if justid:
+        live = s._find(id) is not None
+    else:
+        fields = s.get(id)
+        live = fields is not None
+    if live and force:
+        # FORCE of an ID above every pending one (an AOF's XCLAIMs replayed in order): a
+        # new pending entry, put in the trees once with its final time, count and owner
+        # (a delivery of one, then one more unless JUSTID or RETRYCOUNT).
+        count = retry_count if retry_count >= 0 else 1 if justid else next_delivery_count(1)
+        new = NACK(now if delivery_time is None else delivery_time, count, consumer)
+        if group._append_nack(s, key, new):
+            consumer.active_time = now
+            return "claimed", new, fields
     nack: NACK | None = group.pel.find(key)  # type: ignore[assignment]
-    fields = s.get(id)
-    if fields is None:
+    if not live:
         if nack is not None:
             group._remove_key(s, key)
             return "deleted", nack, None
@@ -68,7 +85,7 @@ def claim(
         nack.delivery_count = next_delivery_count(nack.delivery_count)
     group._assign(nack, key, consumer)
     consumer.active_time = now
-    return "claimed", nack, None if justid else fields
+    return "claimed", nack, fields
 
 
 def autoclaim(

@@ -25,6 +25,7 @@ from storage.stream_id import InvalidStreamID, StreamID, format_id, parse_id, pa
 _W = "@write @stream @fast"
 ERR_AUTOCLAIM_COUNT = "ERR COUNT must be > 0"
 _MAX_AUTOCLAIM_COUNT = INT64_MAX // 16  # LONG_MAX / max(sizeof(streamID), attempts factor)
+_OPTIONS = frozenset((b"force", b"justid", b"idle", b"time", b"retrycount", b"lastid"))
 
 
 @command("xclaim", -6, "write fast", keys=(1, 1, 1), categories=_W,
@@ -42,8 +43,11 @@ def xclaim(client: Client, argv: list[bytes]) -> object:
     ids = []
     j = 5
     while j < argc:
+        arg = argv[j]
+        if arg.lower() in _OPTIONS:  # (never an ID: spares the failed parse of the first)
+            break
         try:
-            ids.append(parse_id(argv[j], 0, strict=True))
+            ids.append(parse_id(arg, 0, strict=True))
         except InvalidStreamID:
             break
         j += 1
@@ -54,21 +58,22 @@ def xclaim(client: Client, argv: list[bytes]) -> object:
     last_id = (0, 0)
     while j < argc:
         opt = argv[j]
+        word = opt.lower()
         more = argc - 1 - j
-        if eq(opt, b"force"):
+        if word == b"force":
             force = True
-        elif eq(opt, b"justid"):
+        elif word == b"justid":
             justid = True
-        elif eq(opt, b"idle") and more:
+        elif word == b"idle" and more:
             j += 1
             delivery_time = now - parse_ll(argv[j], "ERR Invalid IDLE option argument for XCLAIM")
-        elif eq(opt, b"time") and more:
+        elif word == b"time" and more:
             j += 1
             delivery_time = parse_ll(argv[j], "ERR Invalid TIME option argument for XCLAIM")
-        elif eq(opt, b"retrycount") and more:
+        elif word == b"retrycount" and more:
             j += 1
             retry_count = parse_ll(argv[j], "ERR Invalid RETRYCOUNT option argument for XCLAIM")
-        elif eq(opt, b"lastid") and more:
+        elif word == b"lastid" and more:
             j += 1
             last_id = parse_strict_id(argv[j])
         else:
