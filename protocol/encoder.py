@@ -135,6 +135,8 @@ _ARRAY = [b"*%d\r\n" % i for i in range(_N_AGG)]
 # The same headers without their CRLF, for _entries' CRLF-joined lines.
 _BULK_LINE = [b"$%d" % i for i in range(_N_BULK)]
 _ARRAY_LINE = [b"*%d" % i for i in range(_N_AGG)]
+# (for the AOF reader's check that a run of commands is the file's bytes written canonically)
+BULK_LINES, ARRAY_LINES = _BULK_LINE, _ARRAY_LINE
 _NULL3 = b"_\r\n"
 _NULL_BULK = b"$-1\r\n"
 _NULL_ARRAY2 = b"*-1\r\n"

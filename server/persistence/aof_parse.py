@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import hiredis
 
-from protocol.encoder import encode_command
+from protocol.encoder import ARRAY_LINES, BULK_LINES, CRLF, encode_command
 
 _MAX_LEN_DIGITS = 20
 
@@ -120,8 +120,7 @@ def iter_batches(data: bytes | mmap.mmap,
         if cmds:
             # (only non-empty lists can be commands; their elements are checked by the
             # comparison: anything but bytes is written back as text the file does not hold)
-            run = (b"".join(map(encode_command, cmds))
-                   if set(map(type, cmds)) == {list} and all(cmds) else b"")
+            run = _canonical(cmds) if set(map(type, cmds)) == {list} and all(cmds) else b""
             if run and data[pos:pos + len(run)] == run:
                 yield pos, cmds, pos + len(run)
                 pos += len(run)
@@ -137,6 +136,23 @@ def iter_batches(data: bytes | mmap.mmap,
                 pos = n
             reader = hiredis.Reader()
             fed = pos
+
+
+def _canonical(cmds: list[list[bytes]]) -> bytes:
+    """The commands written as RESP, as encode_command writes each: their lines joined by
+    CRLF in one join for the whole run (a tenth of the cost of a join per command)."""
+    lines = []
+    append = lines.append
+    try:
+        for argv in cmds:
+            append(ARRAY_LINES[len(argv)])
+            for arg in argv:
+                append(BULK_LINES[len(arg)])
+                append(arg)
+        append(b"")
+        return CRLF.join(lines)
+    except (IndexError, TypeError):  # a long argument or command, or something not bytes
+        return b"".join(map(encode_command, cmds))
 
 
 def offsets(start: int, cmds: list[list[bytes]]) -> list[int]:
