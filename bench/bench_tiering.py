@@ -130,7 +130,8 @@ def main() -> None:
           f"{info['stream_hot_bytes'] / 2**20:.1f} MiB", flush=True)
     proc.stop()
     started = time.perf_counter()
-    proc = ServerProcess(extra_args=server_args, workdir=str(workdir), port=proc.port).start()
+    proc = ServerProcess(extra_args=server_args, workdir=str(workdir),
+                         port=proc.port).start(timeout=900)
     r = redis.Redis(port=proc.port)
     lengths = sum(r.xlen(f"backlog:{s}") for s in range(args.streams))
     load_s = time.perf_counter() - started

@@ -13,11 +13,12 @@ names the stream and the IDs the node holds.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 
-from storage.cold.segments import Place, SegmentError, SegmentStore
+from storage.cold.segments import SegmentError, SegmentStore
 from storage.listpack import Listpack
-from storage.stream_id import StreamID, format_id
+from storage.stream_id import StreamID, format_id, id_to_key, key_to_id
 from storage.stream_node import StreamNode
 
 __all__ = ["ColdDataError", "ColdNode", "ColdRef", "StreamTag", "freeze", "thaw"]
@@ -26,26 +27,39 @@ _BUF = Listpack.__dict__["buf"]  # the slot descriptor under ColdNode's property
 
 
 class StreamTag:
-    """The key a stream is stored under, as last seen (for error messages)."""
+    """The key a stream is stored under, as last seen (for error messages), and the id()
+    of the stream object (where the tier keeps its sweep progress)."""
 
-    __slots__ = ("key",)
+    __slots__ = ("key", "stream_id")
 
-    def __init__(self, key: bytes) -> None:
+    def __init__(self, key: bytes, stream_id: int = 0) -> None:
         self.key = key
+        self.stream_id = stream_id
 
 
 class ColdRef:
-    """Where a cold node's bytes lie, and what the node holds (for the error message)."""
+    """Where a cold node's bytes lie (segment, offset, length, CRC-32), the stream's tag and
+    the node's first and last IDs as two 16-byte keys (for the error message), and the tier's
+    weak reference to the node (``watch``). Kept small: one per cold node."""
 
-    __slots__ = ("place", "store", "tag", "first", "last")
+    __slots__ = ("segment", "offset", "length", "crc", "store", "tag", "ids", "watch")
 
-    def __init__(self, place: Place, store: SegmentStore, tag: StreamTag, first: StreamID,
-                 last: StreamID) -> None:
-        self.place = place
+    def __init__(self, store: SegmentStore, place: tuple[int, int, int], length: int,
+                 tag: StreamTag, first: StreamID, last: StreamID) -> None:
+        self.segment, self.offset, self.crc = place
+        self.length = length
         self.store = store
         self.tag = tag
-        self.first = first
-        self.last = last
+        self.ids = id_to_key(first) + id_to_key(last)
+        self.watch: weakref.ref | None = None
+
+    @property
+    def first(self) -> StreamID:
+        return key_to_id(self.ids[:16])
+
+    @property
+    def last(self) -> StreamID:
+        return key_to_id(self.ids[16:])
 
 
 class ColdDataError(Exception):
@@ -85,8 +99,9 @@ def freeze(node: StreamNode, store: SegmentStore, tag: StreamTag, first: StreamI
     (nothing changed) when they cannot be written."""
     data = _BUF.__get__(node)
     place = store.append(bytes(data))
-    node.cold = ColdRef(place, store, tag, first, last)
+    node.cold = ColdRef(store, place, len(data), tag, first, last)
     _BUF.__set__(node, None)
+    node.marks = None  # (rebuilt when a lookup needs them)
     node.__class__ = ColdNode
     return len(data)
 
@@ -95,12 +110,12 @@ def thaw(node: StreamNode) -> None:
     """Bring a cold node's bytes back (ColdDataError if they cannot be read)."""
     ref: ColdRef = node.cold  # type: ignore[assignment]
     try:
-        data = ref.store.read(ref.place)
+        data = ref.store.read(ref.segment, ref.offset, ref.length, ref.crc)
     except SegmentError as exc:
         raise ColdDataError(ref, str(exc)) from None
     _BUF.__set__(node, bytearray(data))
     node.__class__ = StreamNode
     node.cold = None
-    ref.store.free(ref.place)
+    ref.store.free(ref.segment, ref.length)
     for hook in on_thaw:
         hook(node, ref)

@@ -1,8 +1,8 @@
 """Segment files: where cold stream nodes' bytes lie.
 
 A segment is an append-only file ``seg-<n>.cold`` in the cold directory. A node going cold
-is appended whole to the current segment; its place is a ``Place`` (segment number, offset,
-length, CRC-32 of the bytes) kept in memory by the node. Segments roll over at
+is appended whole to the current segment; its place (segment number, offset, length, CRC-32
+of the bytes) is kept in memory by the node (node.ColdRef). Segments roll over at
 ``SEGMENT_BYTES``. Each segment counts the bytes still in use; when a node is read back (or
 its stream drops it) its bytes are freed, and a segment with none left, other than the one
 being written, is deleted.
@@ -15,23 +15,14 @@ from __future__ import annotations
 
 import os
 import zlib
-from dataclasses import dataclass
 
-__all__ = ["SEGMENT_BYTES", "Place", "SegmentError", "SegmentStore"]
+__all__ = ["SEGMENT_BYTES", "SegmentError", "SegmentStore"]
 
 SEGMENT_BYTES = 64 << 20
 
 
 class SegmentError(Exception):
     """A node's bytes cannot be read back: the reason, for the error that names the node."""
-
-
-@dataclass(frozen=True, slots=True)
-class Place:
-    segment: int
-    offset: int
-    length: int
-    crc: int
 
 
 class _Segment:
@@ -65,9 +56,9 @@ class SegmentStore:
             if name.startswith("seg-") and name.endswith(".cold"):
                 os.unlink(os.path.join(directory, name))
 
-    def append(self, data: bytes) -> Place:
-        """Write data to the current segment; OSError (a full disk...) leaves nothing
-        half-counted."""
+    def append(self, data: bytes) -> tuple[int, int, int]:
+        """Write data to the current segment: (segment, offset, CRC-32). OSError (a full
+        disk...) leaves nothing half-counted."""
         seg = self.current
         if seg is None or seg.size >= SEGMENT_BYTES:
             seg = self._new_segment()
@@ -75,33 +66,32 @@ class SegmentStore:
         if written != len(data):  # (a short write: the disk is full)
             os.ftruncate(seg.fd, seg.size)
             raise OSError(28, "short write to a cold segment (disk full?)")
-        place = Place(seg.number, seg.size, len(data), zlib.crc32(data))
+        offset = seg.size
         seg.size += written
         seg.live += written
         self.disk_bytes += written
-        return place
+        return seg.number, offset, zlib.crc32(data)
 
-    def read(self, place: Place) -> bytes:
-        seg = self.segments.get(place.segment)
+    def read(self, segment: int, offset: int, length: int, crc: int) -> bytes:
+        seg = self.segments.get(segment)
         if seg is None:
-            raise SegmentError(f"segment {place.segment} is gone")
+            raise SegmentError(f"segment {segment} is gone")
         try:
-            data = os.pread(seg.fd, place.length, place.offset)
+            data = os.pread(seg.fd, length, offset)
         except OSError as exc:
             raise SegmentError(f"segment file {seg.name}: {exc.strerror}") from None
-        if len(data) != place.length:
+        if len(data) != length:
             raise SegmentError(f"segment file {seg.name} is shorter than expected (offset "
-                               f"{place.offset})")
-        if zlib.crc32(data) != place.crc:
-            raise SegmentError(f"segment file {seg.name}: checksum mismatch at offset "
-                               f"{place.offset}")
+                               f"{offset})")
+        if zlib.crc32(data) != crc:
+            raise SegmentError(f"segment file {seg.name}: checksum mismatch at offset {offset}")
         return data
 
-    def free(self, place: Place) -> None:
-        seg = self.segments.get(place.segment)
+    def free(self, segment: int, length: int) -> None:
+        seg = self.segments.get(segment)
         if seg is None:
             return
-        seg.live -= place.length
+        seg.live -= length
         if seg.live <= 0 and seg is not self.current:
             self._drop(seg)
 

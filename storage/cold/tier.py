@@ -20,13 +20,15 @@ from collections.abc import Callable, Iterable
 from storage.cold.node import ColdRef, StreamTag, freeze, on_thaw
 from storage.cold.segments import SegmentStore
 from storage.stream import Stream
-from storage.stream_id import id_to_key, key_to_id
+from storage.stream_id import key_to_id
 from storage.stream_node import StreamNode, node_last_id
 from storage.stream_resp import forget, signature
 
 __all__ = ["ColdTier"]
 
-_Entry = tuple[weakref.ref, weakref.ref, StreamTag, int, bytes]  # node, stream, tag, bytes, key
+# A registered hot node: its stream's sweep progress (which holds the stream and its tag),
+# its size and its key. Keyed by a weak reference to the node, whose callback drops it.
+_Entry = tuple["_Progress", int, bytes]
 
 
 class _Progress:
@@ -46,7 +48,7 @@ class ColdTier:
         self.store = store
         self.limit = limit
         self.log = log or (lambda _message: None)
-        self.hot: OrderedDict[int, _Entry] = OrderedDict()
+        self.hot: OrderedDict[weakref.ref, _Entry] = OrderedDict()
         self.hot_bytes = 0
         self.cold_nodes = 0
         self.cold_bytes = 0
@@ -54,7 +56,7 @@ class ColdTier:
         self.write_errors = 0
         self.progress: dict[int, _Progress] = {}
         # Cold nodes, so that one freed by its stream (trimmed, deleted) frees its place.
-        self.cold: dict[int, weakref.ref] = {}
+        self.cold: dict[weakref.ref, ColdRef] = {}
         on_thaw.append(self._thawed)
 
     def close(self) -> None:
@@ -73,7 +75,8 @@ class ColdTier:
                 continue
             progress = self.progress.get(id(stream))
             if progress is None or progress.stream() is not stream:
-                progress = self.progress[id(stream)] = _Progress(stream, StreamTag(bytes(key)))
+                progress = self.progress[id(stream)] = _Progress(
+                    stream, StreamTag(bytes(key), id(stream)))
             progress.tag.key = bytes(key)
             seen += self._sweep_stream(stream, progress, budget - seen)
         for sid in [sid for sid in self.progress if sid not in alive]:
@@ -93,42 +96,37 @@ class ColdTier:
             if key == last_key:
                 break
             seen += 1
-            if type(node) is StreamNode and id(node) not in self.hot:
-                self._register(node, stream, progress.tag, len(node.buf), key)  # type: ignore[arg-type]
+            if type(node) is StreamNode and weakref.ref(node) not in self.hot:
+                self._register(node, progress, len(node.buf), key)  # type: ignore[arg-type]
             progress.next_key = key + b"\x00"  # (the smallest key above this one)
             item = rax.ceiling(key, True)
         return seen
 
-    def _register(self, node: StreamNode, stream: Stream, tag: StreamTag, size: int,
-                  key: bytes) -> None:
-        nid = id(node)
-        self.hot[nid] = (weakref.ref(node, lambda _ref, nid=nid: self._freed(nid)),
-                         weakref.ref(stream), tag, size, key)
+    def _register(self, node: StreamNode, progress: _Progress, size: int, key: bytes) -> None:
+        self.hot[weakref.ref(node, self._hot_freed)] = (progress, size, key)
         self.hot_bytes += size
 
-    def _freed(self, nid: int) -> None:
-        entry = self.hot.pop(nid, None)
+    def _hot_freed(self, watch: weakref.ref) -> None:
+        entry = self.hot.pop(watch, None)
         if entry is not None:
-            self.hot_bytes -= entry[3]
+            self.hot_bytes -= entry[1]
 
-    def _cold_freed(self, nid: int, ref: ColdRef) -> None:
-        if self.cold.pop(nid, None) is not None:
+    def _cold_freed(self, watch: weakref.ref) -> None:
+        ref = self.cold.pop(watch, None)
+        if ref is not None:
             self.cold_nodes -= 1
-            self.cold_bytes -= ref.place.length
-            ref.store.free(ref.place)
+            self.cold_bytes -= ref.length
+            ref.store.free(ref.segment, ref.length)
 
     def _thawed(self, node: StreamNode, ref: ColdRef) -> None:
-        self.cold.pop(id(node), None)
+        if ref.watch is not None:
+            self.cold.pop(ref.watch, None)
         self.cold_nodes -= 1
-        self.cold_bytes -= ref.place.length
+        self.cold_bytes -= ref.length
         self.cold_reads += 1
-        stream = None
-        for progress in self.progress.values():
-            if progress.tag is ref.tag:
-                stream = progress.stream()
-                break
-        if stream is not None:
-            self._register(node, stream, ref.tag, ref.place.length, id_to_key(ref.first))
+        progress = self.progress.get(ref.tag.stream_id)
+        if progress is not None and progress.tag is ref.tag and progress.stream() is not None:
+            self._register(node, progress, ref.length, ref.ids[:16])
 
     # -- moving nodes out -----------------------------------------------------------------------
     def evict(self, max_nodes: int = 1024) -> int:
@@ -137,10 +135,10 @@ class ColdTier:
         moved = 0
         hot = self.hot
         while self.limit and self.hot_bytes > self.limit and hot and max_nodes > 0:
-            nid, (node_ref, stream_ref, tag, size, key) = hot.popitem(last=False)
+            watch, (progress, size, key) = hot.popitem(last=False)
             self.hot_bytes -= size
-            node = node_ref()
-            stream = stream_ref()
+            node = watch()
+            stream = progress.stream()
             if node is None or stream is None or type(node) is not StreamNode:
                 continue
             rax = stream.rax
@@ -149,8 +147,7 @@ class ColdTier:
             last = rax.last()
             if last is not None and last[1] is node:  # its stream's last node again: the
                 # next sweep looks at it again
-                progress = self.progress.get(id(stream))
-                if progress is not None and progress.next_key > key:
+                if progress.next_key > key:
                     progress.next_key = key
                 continue
             resp = node.resp
@@ -158,16 +155,17 @@ class ColdTier:
                 forget(node)  # (a stale encoding must not outlive the bytes it describes)
             master = key_to_id(key)
             try:
-                freed = freeze(node, self.store, tag, master, node_last_id(node.buf, master))
+                freed = freeze(node, self.store, progress.tag, master,
+                               node_last_id(node.buf, master))
             except OSError as exc:
                 self.write_errors += 1
                 if self.write_errors == 1 or self.write_errors % 1000 == 0:
                     self.log(f"Cannot move stream nodes to disk ({exc}); they stay in memory")
-                self._register(node, stream, tag, size, key)
+                self._register(node, progress, size, key)
                 break
-            ref = node.cold
-            self.cold[nid] = weakref.ref(node, lambda _r, nid=nid, ref=ref: self._cold_freed(
-                nid, ref))
+            ref: ColdRef = node.cold  # type: ignore[assignment]
+            ref.watch = weakref.ref(node, self._cold_freed)
+            self.cold[ref.watch] = ref
             self.cold_nodes += 1
             self.cold_bytes += freed
             moved += freed

@@ -131,7 +131,7 @@ def test_a_full_disk_leaves_nodes_in_memory(tier: ColdTier) -> None:
     def refuse(_data: bytes) -> None:
         raise OSError(28, "No space left on device")
 
-    tier.store.append = refuse  # type: ignore[method-assign]
+    tier.store.append = refuse  # type: ignore[method-assign,assignment]
     tier.evict()
     assert all(type(node) is StreamNode for _k, node in s.rax.items())
     assert tier.write_errors == 1 and "No space left" in messages[0]
