@@ -66,12 +66,15 @@ def propagate_xclaim(client: Client, key: bytes, group: ConsumerGroup, entry_id:
     XCLAIM key group consumer 0 id TIME t RETRYCOUNT n FORCE JUSTID LASTID last-id.
     A dropped entry of the NACK zone has no owner to name: XACK key group id, as Redis
     writes it (streamPropagateXACK)."""
+    server = client.server
+    if not server.propagate_hooks and server.propagate_batch is None:
+        server.dirty += changes  # (all that propagate() does then: no AOF, no replicas)
+        return
     owner = nack.consumer
     if owner is None:
-        client.server.propagate(client.db, [b"XACK", key, group.name, format_id(entry_id)],
-                                changes)
+        server.propagate(client.db, [b"XACK", key, group.name, format_id(entry_id)], changes)
         return
-    client.server.propagate(client.db, [
+    server.propagate(client.db, [
         b"XCLAIM", key, group.name, owner.name, b"0", format_id(entry_id),
         b"TIME", b"%d" % nack.delivery_time, b"RETRYCOUNT", b"%d" % nack.delivery_count,
         b"FORCE", b"JUSTID", b"LASTID", format_id(group.last_id),

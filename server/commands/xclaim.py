@@ -38,7 +38,57 @@ def xclaim(client: Client, argv: list[bytes]) -> object:
     min_idle = parse_ll(argv[4], "ERR Invalid min-idle-time argument for XCLAIM")
     if min_idle < 0:
         min_idle = 0
-    # The IDs run up to the first argument that is not one; options follow.
+    if len(argv) == 14 and (argv[6], argv[8], argv[10], argv[11], argv[12]) == _PROPAGATED:
+        parsed = _parse_propagated(argv)
+    else:
+        parsed = None
+    ids, now, delivery_time, retry_count, force, justid, last_id = (
+        parsed if parsed is not None else _parse_ids_and_options(argv))
+    propagate_last_id = False
+    if last_id > group.last_id:
+        group.last_id = last_id
+        propagate_last_id = True
+    if delivery_time < 0 or delivery_time > now:
+        delivery_time = now  # no IDLE/TIME, or a bogus one
+    consumer = get_consumer(client, key, group, argv[3], now)
+    consumer.seen_time = now
+    reply: list[object] = []
+    for entry_id in ids:
+        status, nack, fields = group.claim(stream, entry_id, consumer, now, min_idle,
+                                           delivery_time, retry_count, force, justid)
+        if nack is None:
+            continue
+        # Also for a deleted entry: the replayed XCLAIM drops it from the PEL too.
+        propagate_xclaim(client, key, group, entry_id, nack)
+        propagate_last_id = False  # the XCLAIM carries LASTID
+        if status == "claimed":
+            reply.append(format_id(entry_id) if justid else [format_id(entry_id), fields])
+    if propagate_last_id:
+        propagate_group_id(client, key, group)
+    return reply
+
+
+# XCLAIM as every claim propagates it, and as an AOF holds it (group_common.propagate_xclaim):
+# XCLAIM key group consumer 0 <id> TIME <ms> RETRYCOUNT <n> FORCE JUSTID LASTID <id>.
+_PROPAGATED = (b"TIME", b"RETRYCOUNT", b"FORCE", b"JUSTID", b"LASTID")
+_Parsed = tuple[list[StreamID], int, int, int, bool, bool, StreamID]
+
+
+def _parse_propagated(argv: list[bytes]) -> _Parsed | None:
+    """The propagated form read by position, with the general loop's results and errors in
+    its order; None when its one ID is not an ID (then the general loop reads it)."""
+    try:
+        ids = [parse_id(argv[5], 0, strict=True)]
+    except InvalidStreamID:
+        return None
+    now = now_ms()
+    delivery_time = parse_ll(argv[7], "ERR Invalid TIME option argument for XCLAIM")
+    retry_count = parse_ll(argv[9], "ERR Invalid RETRYCOUNT option argument for XCLAIM")
+    return ids, now, delivery_time, retry_count, True, True, parse_strict_id(argv[13])
+
+
+def _parse_ids_and_options(argv: list[bytes]) -> _Parsed:
+    """The IDs, up to the first argument that is not one, then the options."""
     argc = len(argv)
     ids = []
     j = 5
@@ -80,28 +130,7 @@ def xclaim(client: Client, argv: list[bytes]) -> object:
             raise CommandError(
                 f"ERR Unrecognized XCLAIM option '{opt.decode(errors='replace')}'")
         j += 1
-    propagate_last_id = False
-    if last_id > group.last_id:
-        group.last_id = last_id
-        propagate_last_id = True
-    if delivery_time < 0 or delivery_time > now:
-        delivery_time = now  # no IDLE/TIME, or a bogus one
-    consumer = get_consumer(client, key, group, argv[3], now)
-    consumer.seen_time = now
-    reply: list[object] = []
-    for entry_id in ids:
-        status, nack, fields = group.claim(stream, entry_id, consumer, now, min_idle,
-                                           delivery_time, retry_count, force, justid)
-        if nack is None:
-            continue
-        # Also for a deleted entry: the replayed XCLAIM drops it from the PEL too.
-        propagate_xclaim(client, key, group, entry_id, nack)
-        propagate_last_id = False  # the XCLAIM carries LASTID
-        if status == "claimed":
-            reply.append(format_id(entry_id) if justid else [format_id(entry_id), fields])
-    if propagate_last_id:
-        propagate_group_id(client, key, group)
-    return reply
+    return ids, now, delivery_time, retry_count, force, justid, last_id
 
 
 def _parse_start(arg: bytes) -> StreamID:
