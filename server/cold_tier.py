@@ -14,6 +14,7 @@ import os
 from typing import TYPE_CHECKING
 
 from storage.cold import ColdTier, SegmentStore
+from storage.cold.segments import SegmentError
 from storage.stream import Stream
 
 if TYPE_CHECKING:
@@ -37,8 +38,15 @@ class ColdTierService:
     def set_limit(self, limit: int) -> None:
         if limit and self.tier is None:
             directory = os.path.abspath(COLD_DIRECTORY)
-            SegmentStore.wipe(directory)
-            self.tier = ColdTier(SegmentStore(directory), limit, self.server.log.warning)
+            try:
+                store = SegmentStore(directory)
+                store.wipe()
+            except (SegmentError, OSError) as exc:
+                # (another server in the same dir, a directory that cannot be made: nodes
+                # stay in memory; CONFIG SET may try again)
+                self.server.log.warning(f"stream-hot-memory: cannot use {directory}: {exc}")
+                return
+            self.tier = ColdTier(store, limit, self.server.log.warning)
         if self.tier is not None:
             self.tier.limit = limit
 

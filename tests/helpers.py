@@ -110,7 +110,11 @@ class ServerProcess:
             self.command(), stdout=log, stderr=subprocess.STDOUT, cwd=self.dir, env=env
         )
         log.close()
-        self.wait_ready(timeout)
+        try:
+            self.wait_ready(timeout)
+        except RuntimeError:
+            self.stop(kill=True, cleanup=False)  # (never left running when the start fails)
+            raise
         return self
 
     def wait_ready(self, timeout: float = 15.0) -> None:

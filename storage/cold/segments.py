@@ -9,10 +9,14 @@ being written, is deleted.
 
 Files are read through descriptors opened once and kept (``os.pread``), so a forked child
 (BGSAVE, a full sync to a replica) can still read a segment the parent has deleted since.
+A store holds an exclusive lock on its directory (``LOCK``) for as long as the process lives,
+and creates each segment file new: two servers given the same directory cannot write into
+each other's segments (the second one's store refuses to open: SegmentError).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import zlib
 
@@ -32,7 +36,7 @@ class _Segment:
         self.number = number
         self.path = path
         self.name = os.path.basename(path)
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
         self.size = 0
         self.live = 0
 
@@ -42,16 +46,23 @@ class SegmentStore:
 
     def __init__(self, directory: str) -> None:
         self.directory = directory
+        os.makedirs(directory, exist_ok=True)
+        self.lock_fd = os.open(os.path.join(directory, "LOCK"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(self.lock_fd)
+            raise SegmentError(f"the cold directory {directory} is in use by another "
+                               "process") from None
         self.segments: dict[int, _Segment] = {}
         self.current: _Segment | None = None
         self.next_number = 1
         self.disk_bytes = 0  # bytes of the segment files that exist
 
-    @staticmethod
-    def wipe(directory: str) -> None:
-        """Create the directory, or empty it of segments (cold data does not outlive the
-        process: the AOF and snapshots hold every entry)."""
-        os.makedirs(directory, exist_ok=True)
+    def wipe(self) -> None:
+        """Empty the directory of segments (cold data does not outlive the process: the AOF
+        and snapshots hold every entry)."""
+        directory = self.directory
         for name in os.listdir(directory):
             if name.startswith("seg-") and name.endswith(".cold"):
                 os.unlink(os.path.join(directory, name))
@@ -100,6 +111,7 @@ class SegmentStore:
             os.close(seg.fd)
         self.segments.clear()
         self.current = None
+        os.close(self.lock_fd)  # (and with it the lock)
 
     def _new_segment(self) -> _Segment:
         old = self.current

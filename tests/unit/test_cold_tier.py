@@ -31,7 +31,7 @@ def _cold_nodes(s: Stream) -> int:
 @pytest.fixture
 def tier(tmp_path):
     store = SegmentStore(str(tmp_path))
-    SegmentStore.wipe(str(tmp_path))
+    store.wipe()
     t = ColdTier(store, limit=1)
     yield t
     t.close()
@@ -148,3 +148,13 @@ def test_cached_replies_of_cold_nodes_are_served_without_reading_them(tier: Cold
     tier.evict()
     reads = tier.cold_reads
     assert s.range_resp((0, 0), MAX_ID) == first and tier.cold_reads == reads
+
+
+def test_a_directory_serves_one_store_at_a_time(tmp_path) -> None:
+    from storage.cold.segments import SegmentError
+
+    first = SegmentStore(str(tmp_path))
+    with pytest.raises(SegmentError, match="in use by another process"):
+        SegmentStore(str(tmp_path))
+    first.close()
+    SegmentStore(str(tmp_path)).close()  # free again once the first one closed
