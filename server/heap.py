@@ -30,10 +30,13 @@ class _MallInfo2(ctypes.Structure):
 
 def _load_libc() -> tuple[Callable[[int], int] | None, Callable[[], _MallInfo2] | None]:
     """glibc's malloc_trim and mallinfo2, each None where this libc lacks it."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    try:  # glibc's soname first: a dlopen, where find_library runs `ldconfig -p` (~1 ms)
+        libc = ctypes.CDLL("libc.so.6")
     except OSError:
-        return None, None
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        except OSError:
+            return None, None
     trim = getattr(libc, "malloc_trim", None)
     if trim is not None:
         trim.argtypes = [ctypes.c_size_t]

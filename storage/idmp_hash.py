@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import struct
+from collections.abc import Iterator
 
 __all__ = ["IdmpHashUnavailable", "auto_iid", "available"]
 
@@ -29,11 +30,16 @@ class _Hash128(ctypes.Structure):
     _fields_ = [("low64", ctypes.c_uint64), ("high64", ctypes.c_uint64)]
 
 
-def _load() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
+def _candidates() -> Iterator[str]:
+    # Debian's soname first: a dlopen, where find_library runs `ldconfig -p` (~1 ms at start)
+    yield "libxxhash.so.0"
     name = ctypes.util.find_library("xxhash")
-    for candidate in (name, "libxxhash.so.0"):
-        if not candidate:
-            continue
+    if name:
+        yield name
+
+
+def _load() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
+    for candidate in _candidates():
         try:
             lib = ctypes.CDLL(candidate)
             fn = lib.XXH3_128bits

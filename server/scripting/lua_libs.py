@@ -3,7 +3,6 @@ decode) and the random generator behind Redis's math.random (rand48)."""
 
 from __future__ import annotations
 
-import json
 import math
 import struct
 from typing import Any
@@ -157,6 +156,8 @@ def json_string(raw: bytes) -> str:
 def json_decode(text: bytes) -> Any:
     """Python values for cjson.decode (converted to Lua by the caller); JsonError with a
     message like cjson's."""
+    import json  # deferred: ~2 ms at start-up; only cjson.decode needs it
+
     try:
         return json.loads(text.decode("utf-8", errors="surrogateescape"),
                           parse_constant=_no_constant)
