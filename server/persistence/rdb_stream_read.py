@@ -10,6 +10,8 @@ take the general inserts. DUMP / RESTORE and COPY keep using rdb_values.
 
 from __future__ import annotations
 
+import struct
+
 from server.persistence.rdb_encoding import M64, RdbFormatError, Reader
 from server.persistence.rdb_values import (
     TYPE_STREAM_LISTPACKS_2,
@@ -20,12 +22,14 @@ from server.persistence.rdb_values import (
 )
 from storage.consumer_group import NACK, Consumer, ConsumerGroup, create_group
 from storage.consumer_group_lag import INVALID_ENTRIES_READ, estimate_distance
-from storage.consumer_group_pel import time_key
+from storage.consumer_group_pel import time_prefix
 from storage.rax import Rax
 from storage.stream import Stream, StreamCorruption
 from storage.stream_id import StreamID
 
 __all__ = ["read_stream"]
+
+_TIME = struct.Struct("<q")  # a delivery time, as Reader.ms_time reads it
 
 
 def _stream_id(r: Reader) -> StreamID:
@@ -88,13 +92,7 @@ def _read_group(r: Reader, s: Stream, kind: int,
     if group is None:
         raise r.fail("duplicate consumer group name")
     group.entries_read = entries_read  # exactly as saved
-    pending: dict[bytes, tuple[int, int]] = {}
-    for _ in range(r.count("pending entry")):
-        key = r.take(16)
-        if key in pending:
-            raise r.fail("duplicate pending entry")
-        delivery_time = r.ms_time()
-        pending[key] = (delivery_time, r.length())
+    pending = _read_pel(r, r.count("pending entry"))
     owned: dict[bytes, Consumer] = {}
     per_consumer: list[tuple[Consumer, list[bytes]]] = []
     for _ in range(r.count("consumer")):
@@ -104,15 +102,8 @@ def _read_group(r: Reader, s: Stream, kind: int,
         if consumer is None:
             raise r.fail("duplicate consumer")
         consumer.active_time = r.ms_time() if kind >= TYPE_STREAM_LISTPACKS_3 else seen_time
-        keys = []
-        for _ in range(r.count("consumer pending entry")):
-            key = r.take(16)
-            if key not in pending:
-                raise r.fail("consumer entry not found in the group's PEL")
-            if key in owned:
-                raise r.fail("pending entry owned twice")
-            owned[key] = consumer
-            keys.append(key)
+        keys = _read_consumer_pel(r, r.count("consumer pending entry"), pending, owned,
+                                  consumer)
         per_consumer.append((consumer, keys))
     released: list[bytes] = []
     if kind >= TYPE_STREAM_LISTPACKS_5:
@@ -130,6 +121,68 @@ def _read_group(r: Reader, s: Stream, kind: int,
     _build(s, group, pending, owned, per_consumer, released, refs)
 
 
+def _read_pel(r: Reader, n: int) -> dict[bytes, tuple[int, int]]:
+    """A group's n pending entries, ID key -> (delivery time, delivery count): what
+    r.take(16), r.ms_time() and r.length() read, with their errors. An entry whose count
+    fits the one-byte length (a delivery count below 64) is read in place; any other goes
+    through the Reader."""
+    pending: dict[bytes, tuple[int, int]] = {}
+    data = r.data
+    end = r.end
+    unpack_time = _TIME.unpack_from
+    pos = r.pos
+    for _ in range(n):
+        if pos + 25 <= end and data[pos + 24] < 0x40:
+            key = data[pos:pos + 16]
+            if key in pending:
+                r.pos = pos + 16
+                raise r.fail("duplicate pending entry")
+            pending[key] = (unpack_time(data, pos + 16)[0], data[pos + 24])
+            pos += 25
+            continue
+        r.pos = pos
+        key = r.take(16)
+        if key in pending:
+            raise r.fail("duplicate pending entry")
+        delivery_time = r.ms_time()
+        pending[key] = (delivery_time, r.length())
+        pos = r.pos
+    r.pos = pos
+    return pending
+
+
+def _read_consumer_pel(r: Reader, n: int, pending: dict[bytes, tuple[int, int]],
+                       owned: dict[bytes, Consumer], consumer: Consumer) -> list[bytes]:
+    """A consumer's n pending entries (16-byte ID keys), each one in the group's PEL and
+    owned by no one before (recorded in ``owned``). Sliced at once when all are in the
+    data, else read key by key: the errors come in the order and at the offsets of a
+    reading one key at a time either way."""
+    start = r.pos
+    if 16 * n <= r.end - start:
+        data = r.data
+        keys = [data[at:at + 16] for at in range(start, start + 16 * n, 16)]
+        for i in range(n):
+            key = keys[i]
+            if key not in pending or key in owned:
+                break
+            owned[key] = consumer
+        else:
+            r.pos = start + 16 * n
+            return keys
+        r.pos = start + 16 * i  # the bad key read alone below, for its error and offset
+        n = 1
+    keys = []
+    for _ in range(n):
+        key = r.take(16)
+        if key not in pending:
+            raise r.fail("consumer entry not found in the group's PEL")
+        if key in owned:
+            raise r.fail("pending entry owned twice")
+        owned[key] = consumer
+        keys.append(key)
+    return keys
+
+
 def _build(s: Stream, group: ConsumerGroup, pending: dict[bytes, tuple[int, int]],
            owned: dict[bytes, Consumer], per_consumer: list[tuple[Consumer, list[bytes]]],
            released: list[bytes], refs: dict[bytes, list[ConsumerGroup]]) -> None:
@@ -143,13 +196,25 @@ def _build(s: Stream, group: ConsumerGroup, pending: dict[bytes, tuple[int, int]
         else:
             nacks[key] = NACK(delivery_time, delivery_count, consumer)
     _fill(group.pel, list(nacks), list(nacks.values()))
-    by_time = sorted(time_key(nack.delivery_time, key) for key, nack in nacks.items()
-                     if nack.consumer is not None)
+    # (entries delivered together share their time: its 8-byte prefix is packed once)
+    prefixes: dict[int, bytes] = {}
+    by_time = []
+    for key, nack in nacks.items():
+        if nack.consumer is not None:
+            t = nack.delivery_time
+            prefix = prefixes.get(t)
+            if prefix is None:
+                prefix = prefixes[t] = time_prefix(t)
+            by_time.append(prefix + key)
+    by_time.sort()
     _fill(group.pel_by_time, by_time, None)
     for consumer, keys in per_consumer:
         _fill(consumer.pel, keys, [nacks[key] for key in keys])
     for key in released:  # (in release order)
         group.nacked[key] = nacks[key]
+    if not refs:  # the stream's first group: every ID held by it alone
+        refs.update({key: [group] for key in nacks})
+        return
     for key in nacks:
         holders = refs.get(key)
         if holders is None:
