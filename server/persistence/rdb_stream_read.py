@@ -41,10 +41,10 @@ def read_stream(r: Reader, kind: int) -> Stream:
     """The stream of type `kind` at r (its type byte and key already read)."""
     nodes = []
     for _ in range(r.count("stream node")):
-        key = r.string()
+        key = _string(r)
         if len(key) != 16:
             raise r.fail("stream node key is not the size of a stream ID")
-        nodes.append((key, bytearray(r.string())))
+        nodes.append((key, bytearray(_string(r))))
     length = r.length()
     last_id = _stream_id(r)
     if kind >= TYPE_STREAM_LISTPACKS_2:
@@ -69,6 +69,27 @@ def read_stream(r: Reader, kind: int) -> Stream:
     if kind >= TYPE_STREAM_LISTPACKS_4:
         stream.idmp = _read_idmp(r)
     return stream
+
+
+def _string(r: Reader) -> bytes:
+    """r.string() for a string stored as it is with a length of one or two bytes (a node's
+    key and most nodes), sliced in place; any other through r.string()."""
+    data = r.data
+    pos = r.pos
+    if pos + 2 <= r.end:
+        first = data[pos]
+        if first < 0x40:
+            start = pos + 1
+            n = first
+        elif first < 0x80:
+            start = pos + 2
+            n = (first & 0x3F) << 8 | data[pos + 1]
+        else:
+            return r.string()
+        if start + n <= r.end:
+            r.pos = start + n
+            return data[start:start + n]
+    return r.string()
 
 
 def _tree(stream: Stream) -> Rax:
