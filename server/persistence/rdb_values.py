@@ -34,6 +34,7 @@ from server.persistence.rdb_encoding import (
     put_ms,
     put_string,
 )
+from storage.cold.node import node_bytes
 from storage.consumer_group import create_group, groups
 from storage.consumer_group_lag import INVALID_ENTRIES_READ, estimate_distance
 from storage.keyspace import StringValue
@@ -161,7 +162,7 @@ def _write_stream(sink: Sink, s: Stream, kind: int) -> None:
     for key, lp in s.rax.items():
         put_length(out, len(key))
         out += key
-        put_string(out, lp.buf)  # type: ignore[attr-defined]
+        put_string(out, node_bytes(lp))  # type: ignore[arg-type]  # (cold: from its file)
         sink.spill()
     put_length(out, s.length)
     put_length(out, s.last_id[0])

@@ -11,13 +11,14 @@ and makes the node an ordinary hot one again, at the young end of the registry; 
 eviction moves the oldest out again. Consumer groups, PELs and the last node of every
 stream stay in memory.
 
-Cold files are a place to keep memory free, not a copy of record: the AOF and snapshots are
-written from the nodes (read back as needed) and hold every entry, and the cold directory is
-emptied when the server starts.
+Cold files are a place to keep memory free, not a copy of record: the AOF and snapshots hold
+every entry (a snapshot copies a cold node's bytes from its file, node_bytes, leaving it
+cold), and the cold directory is emptied when the server starts.
 """
 
-from storage.cold.node import ColdDataError, ColdNode, ColdRef, freeze, thaw
+from storage.cold.node import ColdDataError, ColdNode, ColdRef, freeze, node_bytes, thaw
 from storage.cold.segments import SegmentStore
 from storage.cold.tier import ColdTier
 
-__all__ = ["ColdDataError", "ColdNode", "ColdRef", "ColdTier", "SegmentStore", "freeze", "thaw"]
+__all__ = ["ColdDataError", "ColdNode", "ColdRef", "ColdTier", "SegmentStore", "freeze",
+           "node_bytes", "thaw"]

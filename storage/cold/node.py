@@ -21,7 +21,7 @@ from storage.listpack import Listpack
 from storage.stream_id import StreamID, format_id, id_to_key, key_to_id
 from storage.stream_node import StreamNode
 
-__all__ = ["ColdDataError", "ColdNode", "ColdRef", "StreamTag", "freeze", "thaw"]
+__all__ = ["ColdDataError", "ColdNode", "ColdRef", "StreamTag", "freeze", "node_bytes", "thaw"]
 
 _BUF = Listpack.__dict__["buf"]  # the slot descriptor under ColdNode's property
 
@@ -119,3 +119,16 @@ def thaw(node: StreamNode) -> None:
     ref.store.free(ref.segment, ref.length)
     for hook in on_thaw:
         hook(node, ref)
+
+
+def node_bytes(node: StreamNode) -> bytes | bytearray:
+    """A node's listpack for a reader that only copies it out (a snapshot, DUMP): a cold
+    node's bytes come from its file and the node stays cold, so writing out a backlog
+    larger than memory does not bring it back into memory."""
+    ref: ColdRef | None = node.cold
+    if ref is None:
+        return node.buf
+    try:
+        return ref.store.read(ref.segment, ref.offset, ref.length, ref.crc)
+    except SegmentError as exc:
+        raise ColdDataError(ref, str(exc)) from None

@@ -158,3 +158,18 @@ def test_a_directory_serves_one_store_at_a_time(tmp_path) -> None:
         SegmentStore(str(tmp_path))
     first.close()
     SegmentStore(str(tmp_path)).close()  # free again once the first one closed
+
+
+def test_a_snapshot_of_cold_nodes_leaves_them_cold(tier: ColdTier) -> None:
+    from server.persistence import dump_payload
+
+    cold, hot = Stream(), Stream()
+    for i in range(1, 1001):
+        for s in (cold, hot):
+            s.append([b"n", b"%d" % i], (i, 0), True, None, 4096, 100)
+    tier.sweep([(b"s", cold)])
+    tier.evict()
+    before = _cold_nodes(cold)
+    assert before >= 8
+    assert dump_payload.dump(cold) == dump_payload.dump(hot)  # the RDB encoding of both
+    assert _cold_nodes(cold) == before and tier.cold_reads == 0
