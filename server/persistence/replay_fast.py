@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING
 
 from server import command_stats, notify
 from storage.stream import Stream
-from storage.stream_id import MAX_ID, InvalidStreamID, format_id, parse_xadd_id
+from storage.stream_id import (
+    MAX_ID,
+    UINT64_MAX,
+    InvalidStreamID,
+    format_id,
+    parse_xadd_id,
+)
 
 if TYPE_CHECKING:
     from server.client import Client
@@ -36,10 +42,18 @@ def replay_xadd(client: Client, spec: CommandSpec, argv: list[bytes]) -> bool:
     server = client.server
     if server.monitors or client.checked_path:
         return False
-    try:
-        new, seq_given = parse_xadd_id(arg)
-    except InvalidStreamID:
-        return False
+    ms_part, sep, seq_part = arg.partition(b"-")
+    if (sep and ms_part.isdigit() and seq_part.isdigit() and len(ms_part) <= 20
+            and len(seq_part) <= 20):  # ms-seq, as XADD is propagated: parse_xadd_id's answer
+        new = (int(ms_part), int(seq_part))
+        if new[0] > UINT64_MAX or new[1] > UINT64_MAX:
+            return False
+        seq_given = True
+    else:
+        try:
+            new, seq_given = parse_xadd_id(arg)
+        except InvalidStreamID:
+            return False
     db = client.db
     stream = db.data.get(argv[1])
     if (not seq_given or new is None or new == (0, 0) or type(stream) is not Stream
