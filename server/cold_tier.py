@@ -3,9 +3,10 @@
 The tier is made when the option is first above 0 (the directory ``cold`` under ``dir`` is
 then created, or emptied of old segments). On every cron pass the keyspace's streams are
 swept for sealed nodes and the oldest are moved to disk while the sealed nodes in memory
-exceed the limit; after each event-loop batch the same happens if a read brought back a lot
-(past 1.25 times the limit). CONFIG SET to a lower value moves nodes out on the next pass;
-0 stops moving them (cold nodes come back as they are read). INFO memory reports it.
+exceed the limit, and a segment file that is mostly freed is compacted; after each event-loop
+batch nodes are moved out too if a read brought back a lot (past 1.25 times the limit).
+CONFIG SET to a lower value moves nodes out on the next pass; 0 stops moving them (cold
+nodes come back as they are read). INFO memory reports it.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class ColdTierService:
             return
         tier.sweep(list(self._streams()), _SWEEP_NODES)
         tier.evict(_EVICT_NODES)
+        tier.compact()
 
     def before_sleep(self) -> None:
         tier = self.tier

@@ -5,7 +5,9 @@ is appended whole to the current segment; its place (segment number, offset, len
 of the bytes) is kept in memory by the node (node.ColdRef). Segments roll over at
 ``SEGMENT_BYTES``. Each segment counts the bytes still in use; when a node is read back (or
 its stream drops it) its bytes are freed, and a segment with none left, other than the one
-being written, is deleted.
+being written, is deleted. A segment mostly freed is compacted by the tier (its live nodes
+appended to the current segment, sparse_segment), so deleted or trimmed cold data gives its
+disk space back.
 
 Files are read through descriptors opened once and kept (``os.pread``), so a forked child
 (BGSAVE, a full sync to a replica) can still read a segment the parent has deleted since.
@@ -105,6 +107,14 @@ class SegmentStore:
         seg.live -= length
         if seg.live <= 0 and seg is not self.current:
             self._drop(seg)
+
+    def sparse_segment(self, ratio: float = 0.5) -> int | None:
+        """A segment, other than the one being written, whose live bytes are below ``ratio``
+        of its size: worth compacting (the tier moves its live nodes to the current one)."""
+        for seg in self.segments.values():
+            if seg is not self.current and seg.size and seg.live < seg.size * ratio:
+                return seg.number
+        return None
 
     def close(self) -> None:
         for seg in list(self.segments.values()):

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
 from storage.cold.node import ColdRef, StreamTag, freeze, on_thaw
-from storage.cold.segments import SegmentStore
+from storage.cold.segments import SegmentError, SegmentStore
 from storage.stream import Stream
 from storage.stream_id import key_to_id
 from storage.stream_node import StreamNode, node_last_id
@@ -127,6 +127,30 @@ class ColdTier:
         progress = self.progress.get(ref.tag.stream_id)
         if progress is not None and progress.tag is ref.tag and progress.stream() is not None:
             self._register(node, progress, ref.length, ref.ids[:16])
+
+    # -- compacting segments ---------------------------------------------------------------------
+    def compact(self, max_bytes: int = 4 << 20) -> int:
+        """Move the live nodes of one mostly freed segment to the current one (at most
+        max_bytes of them a call); the emptied segment is deleted. Returns bytes moved."""
+        store = self.store
+        number = store.sparse_segment()
+        if number is None:
+            return 0
+        moved = 0
+        for ref in list(self.cold.values()):
+            if ref.segment != number:
+                continue
+            if moved >= max_bytes:
+                break
+            try:
+                data = store.read(ref.segment, ref.offset, ref.length, ref.crc)
+                segment, offset, crc = store.append(data)
+            except (OSError, SegmentError):
+                return moved  # (read again when the node is; the disk may be full)
+            store.free(ref.segment, ref.length)
+            ref.segment, ref.offset, ref.crc = segment, offset, crc
+            moved += ref.length
+        return moved
 
     # -- moving nodes out -----------------------------------------------------------------------
     def evict(self, max_nodes: int = 1024) -> int:

@@ -173,3 +173,31 @@ def test_a_snapshot_of_cold_nodes_leaves_them_cold(tier: ColdTier) -> None:
     assert before >= 8
     assert dump_payload.dump(cold) == dump_payload.dump(hot)  # the RDB encoding of both
     assert _cold_nodes(cold) == before and tier.cold_reads == 0
+
+
+def test_a_mostly_freed_segment_is_compacted(tmp_path) -> None:
+    import storage.cold.segments as segments
+
+    store = SegmentStore(str(tmp_path))
+    tier = ColdTier(store, limit=1)
+    old_size, segments.SEGMENT_BYTES = segments.SEGMENT_BYTES, 6_000  # small segments
+    try:
+        keep, drop = Stream(), Stream()
+        for i in range(1, 2001):
+            keep.append([b"n", b"%d" % i], (i, 0), True, None, 4096, 100)
+            drop.append([b"n", b"%d" % i], (i, 0), True, None, 4096, 100)
+        tier.sweep([(b"keep", keep), (b"drop", drop)])
+        tier.evict(100_000)
+        before = store.disk_bytes
+        assert len(store.segments) > 2
+        drop.trim("maxlen", 0)  # half of every segment is freed
+        assert store.sparse_segment() is not None
+        while tier.compact():
+            pass
+        assert store.sparse_segment() is None
+        assert store.disk_bytes < before * 0.75
+        assert keep.range((0, 0), MAX_ID) == [((i, 0), [b"n", b"%d" % i]) for i in range(1, 2001)]
+    finally:
+        segments.SEGMENT_BYTES = old_size
+        tier.close()
+        store.close()
