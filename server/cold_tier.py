@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from storage import stream_resp
 from storage.cold import ColdTier, SegmentStore
 from storage.cold.segments import SegmentError
 from storage.stream import Stream
@@ -76,11 +77,15 @@ class ColdTierService:
         if tier is None:
             return [("stream_hot_memory", limit), ("stream_hot_bytes", 0),
                     ("stream_cold_nodes", 0), ("stream_cold_bytes", 0),
-                    ("stream_cold_disk_bytes", 0), ("stream_cold_reads", 0)]
+                    ("stream_cold_disk_bytes", 0), ("stream_cold_reads", 0),
+                    ("stream_cold_cache_hits", 0)]
+        # (cold_reads: nodes read back from disk; cache hits: reads of cold nodes the reply
+        # cache served without the disk)
         return [("stream_hot_memory", limit), ("stream_hot_bytes", tier.hot_bytes),
                 ("stream_cold_nodes", tier.cold_nodes), ("stream_cold_bytes", tier.cold_bytes),
                 ("stream_cold_disk_bytes", tier.store.disk_bytes),
-                ("stream_cold_reads", tier.cold_reads)]
+                ("stream_cold_reads", tier.cold_reads),
+                ("stream_cold_cache_hits", stream_resp.cold_hits())]
 
 
 def attach(server: ServerCore) -> ColdTierService:

@@ -55,6 +55,7 @@ __all__ = [
     "forward",
     "cached_node",
     "clear",
+    "cold_hits",
     "forget",
     "max_bytes",
     "set_max_bytes",
@@ -116,7 +117,7 @@ class NodeResp:
 
 
 class _Cache:
-    __slots__ = ("max_bytes", "used", "lru", "hits", "misses")
+    __slots__ = ("max_bytes", "used", "lru", "hits", "misses", "cold_hits")
 
     def __init__(self) -> None:
         self.max_bytes = 64 << 20
@@ -125,6 +126,7 @@ class _Cache:
         self.lru: OrderedDict[int, tuple[weakref.ref, int]] = OrderedDict()
         self.hits = 0
         self.misses = 0
+        self.cold_hits = 0  # hits on cold nodes (storage/cold): reads that needed no disk
 
 
 _cache = _Cache()
@@ -147,6 +149,11 @@ def used_bytes() -> int:
 def stats() -> tuple[int, int]:
     """(hits, misses) since the start."""
     return _cache.hits, _cache.misses
+
+
+def cold_hits() -> int:
+    """Hits on cold nodes since the start: reads of cold data that needed no disk read."""
+    return _cache.cold_hits
 
 
 def clear() -> None:
@@ -173,6 +180,7 @@ def cached_node(node: StreamNode, key: bytes) -> NodeResp | None:
         # A cold node's bytes are as they were when it went cold, and its encoding was
         # checked then (storage/cold/tier.py): served without reading them back.
         cache.hits += 1
+        cache.cold_hits += 1
         cache.lru.move_to_end(id(node))
         return resp
     sig = signature(node)

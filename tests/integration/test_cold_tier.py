@@ -139,3 +139,29 @@ def test_info_restart_damage_and_config_set(tmp_path: Path) -> None:
         conn.close()
     finally:
         server.stop()
+
+
+def test_kill_9_with_appendfsync_always_loses_nothing(tmp_path: Path) -> None:
+    args = ["--stream-node-max-entries", "50", "--appendonly", "yes", "--appendfsync", "always",
+            "--save", "", "--stream-hot-memory", "16kb"]
+    server = ServerProcess(extra_args=args, workdir=str(tmp_path)).start()
+    conn = Conn(server)
+    for i in range(1, 3001):
+        assert conn.call("XADD", "s", f"{i}-1", "n", str(i)) == b"$%d\r\n%d-1\r\n" % (
+            len(str(i)) + 2, i)
+    assert _wait_cold(conn, 20) >= 20
+    conn.call("XRANGE", "s", "-", "+", "COUNT", "100")  # (a cache hit or a read back)
+    memory = conn.call("INFO", "memory")
+    assert b"stream_cold_cache_hits:" in memory
+    conn.close()
+    server.stop(kill=True, cleanup=False)
+    server = ServerProcess(extra_args=args, workdir=str(tmp_path), port=server.port).start()
+    try:
+        conn = Conn(server)
+        assert conn.call("XLEN", "s") == b":3000\r\n"
+        assert conn.call("XRANGE", "s", "2999", "+") == (
+            b"*2\r\n*2\r\n$6\r\n2999-1\r\n*2\r\n$1\r\nn\r\n$4\r\n2999\r\n"
+            b"*2\r\n$6\r\n3000-1\r\n*2\r\n$1\r\nn\r\n$4\r\n3000\r\n")
+        conn.close()
+    finally:
+        server.stop()
