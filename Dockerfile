@@ -17,7 +17,9 @@ COPY protocol ./protocol
 COPY storage ./storage
 COPY server ./server
 COPY spark_connector ./spark_connector
-RUN pip install --no-cache-dir . && rm -rf /root/.cache
+# --compile: the modules' bytecode is written at build time (PYTHONDONTWRITEBYTECODE keeps the
+# server from writing it at run time), so a start does not compile ~200 modules first.
+RUN pip install --no-cache-dir --compile . && rm -rf /root/.cache
 
 USER xstreamd
 WORKDIR /data
