@@ -52,7 +52,7 @@ def claim(
     # fields are not decoded (the form every propagated XCLAIM has, replayed from the AOF).
     fields: list[bytes] | None = None
     if justid:
-        live = s._find(id) is not None
+        live = s.contains(id)
     else:
         fields = s.get(id)
         live = fields is not None

@@ -596,6 +596,10 @@ class Stream:
             return None
         return key, node, after
 
+    def contains(self, id: StreamID) -> bool:
+        """Whether ``id`` is a live entry (no field is decoded)."""
+        return self._find(id) is not None
+
     def _find(self, id: StreamID) -> tuple[bytes, StreamNode, int, int] | None:
         """(node key, node, flags offset, body offset) of the live entry ``id``, or
         None.  The body starts just after the entry's seq-diff."""
