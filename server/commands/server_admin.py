@@ -28,6 +28,7 @@ from server.persistence.dump_payload import dump
 from server.shutdown import request_shutdown, shutdown_during_script
 from storage.digest import dataset_digest, value_digest
 from storage.keyspace import object_encoding
+from storage.stream import Stream
 
 _ADMIN = "@admin @slow @dangerous"
 
@@ -321,10 +322,22 @@ def _debug_object(client: Client, key: bytes) -> object:
     if value is None:
         raise CommandError("ERR no such key")
     access = client.server.access
-    return SimpleString(
-        f"Value at:{id(value):#x} refcount:1 encoding:{object_encoding(value)} "
-        f"serializedlength:{len(dump(value)) - 11} lru:{value.lru} "
-        f"lru_seconds_idle:{access.idle_ms(value.lru) // 1000}")
+    text = (f"Value at:{id(value):#x} refcount:1 encoding:{object_encoding(value)} "
+            f"serializedlength:{len(dump(value)) - 11} lru:{value.lru} "
+            f"lru_seconds_idle:{access.idle_ms(value.lru) // 1000}")
+    if isinstance(value, Stream) and client.server.config["stream-hot-memory"]:
+        # With the cold tier on: the stream's node bytes in memory and on disk (what MEMORY
+        # USAGE's one integer cannot tell apart).
+        hot = cold = cold_nodes = 0
+        for _key, node in value.rax.items():
+            ref = node.cold  # type: ignore[attr-defined]
+            if ref is None:
+                hot += len(node.buf)  # type: ignore[attr-defined]
+            else:
+                cold += ref.length
+                cold_nodes += 1
+        text += f" stream_hot_bytes:{hot} stream_cold_bytes:{cold} stream_cold_nodes:{cold_nodes}"
+    return SimpleString(text)
 
 
 # -- SHUTDOWN --------------------------------------------------------------------------------

@@ -95,7 +95,7 @@ def test_replies_are_the_same_with_nodes_on_disk(pair, seed: int) -> None:
 def test_info_restart_damage_and_config_set(tmp_path: Path) -> None:
     # (no reply cache: its encodings of cold nodes would answer without the damaged files)
     args = ["--stream-node-max-entries", "100", "--appendonly", "yes", "--save", "",
-            "--stream-reply-cache-max-bytes", "0"]
+            "--stream-reply-cache-max-bytes", "0", "--enable-debug-command", "yes"]
     server = ServerProcess(extra_args=[*args, "--stream-hot-memory", "64kb"],
                            workdir=str(tmp_path)).start()
     try:
@@ -106,6 +106,10 @@ def test_info_restart_damage_and_config_set(tmp_path: Path) -> None:
         assert cold >= 20
         assert _info(conn, "stream_hot_bytes") <= 64 * 1024 + 8192
         assert _info(conn, "stream_cold_disk_bytes") >= _info(conn, "stream_cold_bytes") > 0
+        debug = conn.call("DEBUG", "OBJECT", "orders").decode()
+        fields = dict(item.split(":", 1) for item in debug[1:-2].split(" ")[1:])
+        assert int(fields["stream_cold_nodes"]) >= 20 and int(fields["stream_cold_bytes"]) > 0
+        assert 0 < int(fields["stream_hot_bytes"]) < int(fields["stream_cold_bytes"])
         whole = conn.call("XRANGE", "orders", "-", "+")
         assert whole.startswith(b"*5000\r\n") and b"$4\r\n5000\r\n" in whole
         assert _info(conn, "stream_cold_reads") >= cold
