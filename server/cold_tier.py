@@ -12,6 +12,7 @@ nodes come back as they are read). INFO memory reports it.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from storage import stream_resp
@@ -52,7 +53,7 @@ class ColdTierService:
         if self.tier is not None:
             self.tier.limit = limit
 
-    def _streams(self):  # -> Iterator[tuple[bytes, Stream]]
+    def _streams(self) -> Iterator[tuple[bytes, Stream]]:
         for db in self.server.dbs:
             for key, value in db.data.items():
                 if type(value) is Stream:

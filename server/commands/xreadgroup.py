@@ -265,7 +265,7 @@ def _deliver_new(client: Client, key: bytes, stream: Stream, group: ConsumerGrou
 def _deliver_new_resp(client: Client, key: bytes, stream: Stream, group: ConsumerGroup,
                       consumer: Consumer, now: int, count: int, noack: bool) -> Raw | None:
     """_deliver_new without CLAIM or MAXSIZE, its reply served from the cache of encoded
-    stream nodes (Stream.range_resp); None when there is that cache is off or nothing new
+    stream nodes (Stream.range_resp); None when that cache is off or nothing new
     is there."""
     keys: list[bytes] = []
     found = stream.range_resp(incr_id(group.last_id), MAX_ID, count, False, keys)
