@@ -1,18 +1,23 @@
 """stream-hot-memory: the server's side of the cold tier (storage/cold).
 
 The tier is made when the option is first above 0 (the directory ``cold`` under ``dir`` is
-then created, or emptied of old segments). On every cron pass the keyspace's streams are
-swept for sealed nodes and the oldest are moved to disk while the sealed nodes in memory
-exceed the limit, and a segment file that is mostly freed is compacted; after each event-loop
-batch nodes are moved out too if a read brought back a lot (past 1.25 times the limit).
-CONFIG SET to a lower value moves nodes out on the next pass; 0 stops moving them (cold
-nodes come back as they are read). INFO memory reports it.
+then created), or at start when that directory is there: the files a restart loads may refer
+to its segments. Snapshots written for restarts (dump.rdb, the AOF's RDB base) refer to cold
+nodes where they lie instead of carrying their bytes (``snapshot_refs``: which segments they
+refer to is pinned, so those outlive the nodes in memory), and loading one makes those nodes
+cold nodes again without reading them: a restart costs the hot data and the index. Segments
+that nothing refers to are deleted once the data is loaded. On every cron pass the
+keyspace's streams are swept for sealed nodes and the oldest are moved to disk while the
+sealed nodes in memory exceed the limit, and a segment file that is mostly freed is
+compacted; after each event-loop batch nodes are moved out too if a read brought back a lot
+(past 1.25 times the limit). CONFIG SET to a lower value moves nodes out on the next pass; 0
+stops moving them (cold nodes come back as they are read). INFO memory reports it.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from storage import stream_resp
@@ -28,30 +33,88 @@ _SWEEP_NODES = 4096  # nodes looked at per cron pass
 _EVICT_NODES = 2048  # nodes moved out per pass at most
 
 
+class SnapshotRefs:
+    """The segments a snapshot being written refers to (pinned until a newer snapshot of its
+    kind is in place). ``sync`` runs in the child, before its file is renamed into place;
+    ``done`` in the parent once it is in place (or given up)."""
+
+    __slots__ = ("store", "kind", "numbers", "refers")
+
+    def __init__(self, store: SegmentStore, kind: str, numbers: frozenset[int],
+                 refers: bool) -> None:
+        self.store = store
+        self.kind = kind
+        self.numbers = numbers
+        self.refers = refers
+
+    def sync(self) -> None:
+        self.store.sync(self.numbers)
+
+    def done(self, ok: bool) -> None:
+        self.store.end_snapshot(self.kind, self.numbers, ok)
+
+
 class ColdTierService:
     def __init__(self, server: ServerCore) -> None:
         self.server = server
         self.tier: ColdTier | None = None
+        self.directory = os.path.abspath(COLD_DIRECTORY)
         config = server.config
+        if os.path.isdir(self.directory):
+            try:
+                self._open()  # (the files loaded next may refer to its segments)
+            except (SegmentError, OSError) as exc:
+                server.log.warning(f"Cannot use the cold directory {self.directory}: {exc}")
         self.set_limit(config["stream-hot-memory"])
         config.on_change("stream-hot-memory", self.set_limit)
         server.cron_hooks.append(self.cron)
         server.before_sleep_hooks.append(self.before_sleep)
 
+    def _open(self) -> ColdTier:
+        """The tier, its store opened on the cold directory; raises SegmentError or OSError
+        (another server holds the directory, it cannot be made)."""
+        if self.tier is None:
+            store = SegmentStore(self.directory)
+            self.tier = ColdTier(store, self.server.config["stream-hot-memory"],
+                                 self.server.log.warning)
+        return self.tier
+
     def set_limit(self, limit: int) -> None:
         if limit and self.tier is None:
-            directory = os.path.abspath(COLD_DIRECTORY)
             try:
-                store = SegmentStore(directory)
-                store.wipe()
+                self._open()
             except (SegmentError, OSError) as exc:
                 # (another server in the same dir, a directory that cannot be made: nodes
                 # stay in memory; CONFIG SET may try again)
-                self.server.log.warning(f"stream-hot-memory: cannot use {directory}: {exc}")
+                self.server.log.warning(f"stream-hot-memory: cannot use {self.directory}: "
+                                        f"{exc}")
                 return
-            self.tier = ColdTier(store, limit, self.server.log.warning)
         if self.tier is not None:
             self.tier.limit = limit
+
+    # -- snapshots and loading ------------------------------------------------------------------
+    def for_loading(self) -> ColdTier:
+        """The tier a file that refers to cold nodes loads them into (opened if need be)."""
+        return self._open()
+
+    def snapshot_refs(self, kind: str, refers: bool = True) -> SnapshotRefs | None:
+        """For a snapshot of `kind` ("rdb": dbfilename, "aof": the AOF base) about to be
+        written: the segments it refers to, pinned now; None when it carries every byte
+        (no tier, or the pin file cannot be written). `refers` False: the file will refer to
+        nothing (a replica's copy, a base of commands), which unpins its kind once in place."""
+        tier = self.tier
+        if tier is None:
+            return None
+        store = tier.store
+        numbers = store.in_use() if refers else frozenset()
+        try:
+            store.begin_snapshot(kind, numbers)
+        except OSError as exc:
+            self.server.log.warning(f"Cannot write {store.pins.path} ({exc}): the snapshot "
+                                    "carries the cold nodes' bytes")
+            return None
+        return SnapshotRefs(store, kind, numbers, refers)
+
 
     def _streams(self) -> Iterator[tuple[bytes, Stream]]:
         for db in self.server.dbs:
@@ -61,7 +124,11 @@ class ColdTierService:
 
     def cron(self) -> None:
         tier = self.tier
-        if tier is None or not tier.limit or self.server.loading:
+        if tier is None or self.server.loading:
+            return
+        if tier.store.holding:
+            tier.store.release()  # (the data is loaded: unreferenced segments can go)
+        if not tier.limit:
             return
         tier.sweep(list(self._streams()), _SWEEP_NODES)
         tier.evict(_EVICT_NODES)
@@ -91,3 +158,8 @@ class ColdTierService:
 
 def attach(server: ServerCore) -> ColdTierService:
     return ColdTierService(server)
+
+
+def cold_refs_of(refs: SnapshotRefs | None) -> Callable[[], None] | None:
+    """What a snapshot writer takes as `cold_refs`: None to carry every byte."""
+    return refs.sync if refs is not None and refs.refers else None

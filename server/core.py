@@ -54,6 +54,7 @@ from storage.keyspace import Database
 if TYPE_CHECKING:
     from server.acl.access import AccessControl
     from server.blocking import Blocking
+    from server.cold_tier import ColdTierService
     from server.eviction import Evictor
     from server.pubsub import PubSub
     from server.tracking import Tracking
@@ -74,6 +75,7 @@ class ServerCore:
     tracking: Tracking
     acl: AccessControl
     evictor: Evictor
+    cold_tier: ColdTierService
 
     def __init__(self, config: Config, logger: Logger | None = None) -> None:
         self.config = config

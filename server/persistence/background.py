@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from server.cold_tier import SnapshotRefs, cold_refs_of
 from server.persistence.fork import Child, spawn
 from server.persistence.rdb_writer import save_rdb, temp_name
 from server.persistence.rewrite import write_base_file
@@ -41,6 +42,8 @@ class BackgroundJobs:
         self.log = p.log
         self.child: Child | None = None
         self.child_killed = False
+        # The cold segments the child's file refers to (pinned until it is in place).
+        self.child_refs: SnapshotRefs | None = None
         self.rewrite_scheduled = False
         self.bgsave_scheduled = False
         # Told whether the BGSAVE under way succeeded, once it ends (replication sends the
@@ -164,16 +167,21 @@ class BackgroundJobs:
         libraries = libraries_of(self.server)
         per_key = self._key_delay()
         aof_dir = files.dir
+        refs = self.server.cold_tier.snapshot_refs("aof", refers=use_rdb)
+        cold_refs = cold_refs_of(refs)
 
         def work() -> None:
             write_base_file(os.path.join(aof_dir, f"temp-rewriteaof-bg-{os.getpid()}.aof"),
-                            dbs, use_rdb, per_key, libraries)
+                            dbs, use_rdb, per_key, libraries, cold_refs)
 
         try:
             self.child = spawn("aof", work, self._rewrite_done, self.server.loop,
                                self.listen_fds(), self.log)
             self.server.stats.note_fork(self.child.fork_usec, self.server.latency)
+            self.child_refs = refs
         except OSError as exc:
+            if refs is not None:
+                refs.done(False)
             self._rewrite_failed()
             raise PersistenceError(f"ERR Can't rewrite append only file in background: fork: "
                                    f"{exc.strerror}") from None
@@ -183,6 +191,15 @@ class BackgroundJobs:
         return "started"
 
     def _rewrite_done(self, code: int) -> None:
+        refs, self.child_refs = self.child_refs, None
+        installed = False
+        try:
+            installed = self._install_rewrite(code)
+        finally:
+            if refs is not None:
+                refs.done(installed)
+
+    def _install_rewrite(self, code: int) -> bool:
         p = self.p
         child = self.child
         assert child is not None
@@ -194,7 +211,7 @@ class BackgroundJobs:
                 self.log.warning(f"Background AOF rewrite terminated with "
                                  f"{'error' if code > 0 else f'signal {-code}'}")
                 self._rewrite_failed()
-            return
+            return False
         try:
             if p.files.manifest is None and p.files.exists():
                 p.files.load()
@@ -209,7 +226,7 @@ class BackgroundJobs:
             unlink_quietly(temp)
             self.log.warning(f"Error installing the rewritten AOF: {exc}")
             self._rewrite_failed()
-            return
+            return False
         if first:
             p.writer.path = incr_path
             p.aof_state = ON
@@ -222,6 +239,7 @@ class BackgroundJobs:
         self.last_rewrite_ok = True
         self.last_rewrite_secs = int(child.elapsed)
         self.log.notice("Background AOF rewrite finished successfully")
+        return True
 
     def _rewrite_failed(self) -> None:
         p = self.p
@@ -235,8 +253,9 @@ class BackgroundJobs:
             p.writer.retire()
             self.rewrite_scheduled = True
 
-    def start_bgsave(self, schedule: bool = False) -> str:
-        """BGSAVE: 'started' or 'scheduled'; raises PersistenceError."""
+    def start_bgsave(self, schedule: bool = False, portable: bool = False) -> str:
+        """BGSAVE: 'started' or 'scheduled'; raises PersistenceError. `portable`: the file
+        carries cold nodes' bytes instead of referring to them (it is sent to a replica)."""
         if self.child is not None:
             if self.child.kind == "rdb":
                 raise PersistenceError("ERR Background save already in progress")
@@ -253,12 +272,18 @@ class BackgroundJobs:
         per_key = self._key_delay()
         self.dirty_before_bgsave = self.server.dirty
         self.last_bgsave_try = time.monotonic()
+        refs = self.server.cold_tier.snapshot_refs("rdb", refers=not portable)
+        cold_refs = cold_refs_of(refs)
         try:
-            self.child = spawn("rdb", lambda: save_rdb(path, dbs, libraries, per_key=per_key),
+            self.child = spawn("rdb", lambda: save_rdb(path, dbs, libraries, per_key=per_key,
+                                                       cold_refs=cold_refs),
                                self._bgsave_done, self.server.loop, self.listen_fds(),
                                self.log)
             self.server.stats.note_fork(self.child.fork_usec, self.server.latency)
+            self.child_refs = refs
         except OSError as exc:
+            if refs is not None:
+                refs.done(False)
             self.p.last_bgsave_ok = False
             raise PersistenceError(f"ERR Can't save in background: fork: {exc.strerror}") \
                 from None
@@ -270,6 +295,9 @@ class BackgroundJobs:
         child = self.child
         assert child is not None
         self.child = None
+        refs, self.child_refs = self.child_refs, None
+        if refs is not None:
+            refs.done(code == 0)
         self.last_bgsave_secs = int(child.elapsed)
         listeners, self.bgsave_listeners = self.bgsave_listeners, []
         for listener in listeners:  # (a full resynchronization waits for this file)
@@ -300,8 +328,15 @@ class BackgroundJobs:
         `counted`: whether INFO's rdb_saves counts it (FLUSHALL's save is not counted)."""
         if self.child is not None and self.child.kind == "rdb":
             raise PersistenceError("ERR Background save already in progress")
-        save_rdb(os.path.abspath(self.config["dbfilename"]), self.server.dbs,
-                 libraries_of(self.server))
+        refs = self.server.cold_tier.snapshot_refs("rdb")
+        ok = False
+        try:
+            save_rdb(os.path.abspath(self.config["dbfilename"]), self.server.dbs,
+                     libraries_of(self.server), cold_refs=cold_refs_of(refs))
+            ok = True
+        finally:
+            if refs is not None:
+                refs.done(ok)
         self.lastsave = int(time.time())
         self.server.dirty = 0
         self.p.last_bgsave_ok = True

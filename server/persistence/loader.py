@@ -14,11 +14,12 @@ import gc
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from protocol.encoder import OK
+from server.cold_tier import cold_refs_of
 from server.errors import SYNTAX, CommandError
 from server.persistence.aof_load import AofLoadError, replay_file
 from server.persistence.background import PersistenceError
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from server.client import Client
     from server.log import Logger
     from server.persistence.manager import Persistence
+    from storage.cold import ColdTier
 
 LEGACY_SNAPSHOT = "dump.xsnap"  # the snapshot's name before the server wrote RDB files
 _TEMP_SNAPSHOT = re.compile(r"temp-\d+\.(rdb|xsnap)")
@@ -111,9 +113,17 @@ class Loader:
         files = p.files
         files.ensure_dir()
         temp = files.path(f"temp-rewriteaof-{os.getpid()}.aof")
-        write_base_file(temp, p.server.dbs, p.config["aof-use-rdb-preamble"],
-                        libraries=libraries_of(p.server))
-        base, _ = files.install_base(temp)
+        use_rdb = p.config["aof-use-rdb-preamble"]
+        refs = p.server.cold_tier.snapshot_refs("aof", refers=use_rdb)
+        installed = False
+        try:
+            write_base_file(temp, p.server.dbs, use_rdb, libraries=libraries_of(p.server),
+                            cold_refs=cold_refs_of(refs))
+            base, _ = files.install_base(temp)
+            installed = True
+        finally:
+            if refs is not None:
+                refs.done(installed)
         p.log.notice(f"Creating AOF base file {base.name} on server start")
 
     # -- loading ------------------------------------------------------------------------------
@@ -155,7 +165,8 @@ class Loader:
                 if f.kind == BASE and _head(path) != b"":
                     try:
                         result = load_data_file(path, len(server.dbs), server.access,
-                                                aof_base=True)
+                                                aof_base=True,
+                                                cold=server.cold_tier.for_loading)
                     except LoadError as exc:
                         raise LoadError(f"Error loading the AOF base {f.name}: {exc}") from None
                     _install(server.dbs, result.dbs)
@@ -177,7 +188,8 @@ class Loader:
         p = self.p
         dbs = p.server.dbs
         with self._loading():
-            result = load_data_file(path, len(dbs), p.server.access)
+            result = load_data_file(path, len(dbs), p.server.access,
+                                    cold=p.server.cold_tier.for_loading)
             _log_origin(p.log, result)
             if flush:
                 _install(dbs, result.dbs)
@@ -290,15 +302,17 @@ def _head(path: str) -> bytes:
     return head if is_rdb(head) or is_snapshot(head) else b""
 
 
-def load_data_file(path: str, ndbs: int, access: Any, aof_base: bool = False) -> LoadResult:
-    """Decode a snapshot file of either format (told by its magic) into fresh databases."""
+def load_data_file(path: str, ndbs: int, access: Any, aof_base: bool = False,
+                   cold: Callable[[], ColdTier] | None = None) -> LoadResult:
+    """Decode a snapshot file of either format (told by its magic) into fresh databases;
+    `cold` gives the tier that references to cold nodes load into (rdb_reader.parse_rdb)."""
     with open(path, "rb") as fh:
         data = fh.read()
     with _collector_paused():
         if is_snapshot(data):
             return parse_snapshot(memoryview(data), ndbs, access=access)
         if is_rdb(data) or not aof_base:
-            return parse_rdb(data, ndbs, access=access, aof_base=aof_base)
+            return parse_rdb(data, ndbs, access=access, aof_base=aof_base, cold=cold)
     raise LoadError("not a snapshot file")
 
 

@@ -19,6 +19,8 @@ assume the keyspace exactly as it was.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from server.persistence.dataset import LoadError, LoadResult
 from server.persistence.rdb_encoding import (
@@ -44,12 +46,18 @@ from server.persistence.rdb_stream_read import read_stream
 from server.persistence.rdb_values import (
     NEWEST_VERSION,
     STREAM_TYPES,
+    TYPE_STREAM_COLD_REFS,
+    TYPE_STREAM_LISTPACKS_2,
     TYPE_STRING,
     module_type_name,
     read_value,
     type_name,
 )
 from storage.access import AccessClock
+from storage.cold.segments import SegmentError
+
+if TYPE_CHECKING:
+    from storage.cold import ColdTier
 
 OLDEST_VERSION = 9  # Redis 5.0
 _HEADER = 9  # "REDIS" + 4 digits
@@ -73,9 +81,12 @@ def _show(key: bytes) -> str:
 
 
 def parse_rdb(data: bytes, ndbs: int, now_ms: int | None = None,
-              access: AccessClock | None = None, aof_base: bool = False) -> LoadResult:
+              access: AccessClock | None = None, aof_base: bool = False,
+              cold: Callable[[], ColdTier] | None = None) -> LoadResult:
     """Decode a whole RDB file into fresh databases (ndbs of them), whose values get their
-    `lru` from `access` (the server's, for its policy) and the file's IDLE / FREQ."""
+    `lru` from `access` (the server's, for its policy) and the file's IDLE / FREQ. `cold`
+    gives the cold tier that streams referring to cold nodes are loaded into (a file this
+    server wrote for its restarts); without it such a stream is an error."""
     if len(data) < _HEADER or not is_rdb(data):
         raise RdbLoadError("not an RDB file (bad signature)")
     digits = bytes(data[len(MAGIC):_HEADER])
@@ -98,16 +109,17 @@ def parse_rdb(data: bytes, ndbs: int, now_ms: int | None = None,
     verified = bool(stored) and crc64(memoryview(data)[:-8]) == stored
     if aof_base and not verified:
         try:
-            result, checked = _decode(data, ndbs, version, access, now, True, deep=False)
+            result, checked = _decode(data, ndbs, version, access, now, True, False, cold)
         except Exception:  # (what the deep check would have refused, or a bad file)
             checked = False
         if checked:
             return result
-    return _decode(data, ndbs, version, access, now, aof_base, deep=not verified)[0]
+    return _decode(data, ndbs, version, access, now, aof_base, not verified, cold)[0]
 
 
 def _decode(data: bytes, ndbs: int, version: int, access: AccessClock, now: int,
-            aof_base: bool, deep: bool) -> tuple[LoadResult, bool]:
+            aof_base: bool, deep: bool, cold: Callable[[], ColdTier] | None = None
+            ) -> tuple[LoadResult, bool]:
     """The records and the checksum after them; True with the result when that checksum
     was there (not 0) and verified."""
     result = LoadResult(ndbs, access)
@@ -115,7 +127,7 @@ def _decode(data: bytes, ndbs: int, version: int, access: AccessClock, now: int,
     r = Reader(data, pos=_HEADER)
     r.deep = deep
     try:
-        _records(r, result, now, aof_base)
+        _records(r, result, now, aof_base, cold)
     except RdbFormatError as exc:
         raise RdbLoadError(f"{exc}{_checksum_hint(data)}") from None
     stored = data[r.pos:r.pos + 8]
@@ -141,7 +153,8 @@ def _checksum_hint(data: bytes) -> str:
     return ""
 
 
-def _records(r: Reader, result: LoadResult, now: int, aof_base: bool) -> None:
+def _records(r: Reader, result: LoadResult, now: int, aof_base: bool,
+             cold: Callable[[], ColdTier] | None = None) -> None:
     """Every record up to EOF (r is left just after it)."""
     access = result.dbs[0].access
     db = result.dbs[0]  # (as in Redis, keys before any SELECTDB go to database 0)
@@ -186,10 +199,13 @@ def _records(r: Reader, result: LoadResult, now: int, aof_base: bool) -> None:
         elif op == OP_FUNCTION_PRE_GA:
             raise RdbFormatError(f"pre-release function format (Redis 7.0 release candidates) "
                                  f"at offset {at} is not supported")
-        elif op == TYPE_STRING or op in STREAM_TYPES:
+        elif op in (TYPE_STRING, TYPE_STREAM_COLD_REFS) or op in STREAM_TYPES:
             key = r.string()
             try:
-                value = read_stream(r, op) if op in STREAM_TYPES else read_value(r, op)
+                if op == TYPE_STREAM_COLD_REFS:
+                    value = _read_cold_refs(r, key, cold)
+                else:
+                    value = read_stream(r, op) if op in STREAM_TYPES else read_value(r, op)
             except RdbFormatError as exc:
                 raise RdbFormatError(f"{exc} in the key '{_show(key)}' (db {db.id}) starting "
                                      f"at offset {at}") from None
@@ -212,6 +228,22 @@ def _records(r: Reader, result: LoadResult, now: int, aof_base: bool) -> None:
             raise _unsupported(r, op, key, db.id, at)
         else:
             raise RdbFormatError(f"unknown RDB type or opcode {op} at offset {at}")
+
+
+def _read_cold_refs(r: Reader, key: bytes, cold: Callable[[], ColdTier] | None) -> object:
+    """A stream whose cold nodes are references to the cold directory's segments."""
+    kind = r.byte()
+    if kind not in STREAM_TYPES or kind < TYPE_STREAM_LISTPACKS_2:
+        raise r.fail(f"bad stream type {kind} of a stream with cold nodes")
+    if cold is None:
+        raise r.fail("a stream that refers to cold nodes on disk (stream-hot-memory) can only "
+                     "be loaded by the server that wrote it, from its own files")
+    try:
+        tier = cold()
+    except (OSError, SegmentError) as exc:
+        raise r.fail(f"the cold directory cannot be used ({exc}) for a stream that refers to "
+                     "it") from None
+    return read_stream(r, kind, tier, key)
 
 
 def _unsupported(r: Reader, kind: int, key: bytes, db: int, at: int) -> UnsupportedType:

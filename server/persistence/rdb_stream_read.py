@@ -6,6 +6,9 @@ about 15 us per pending entry. A file lists the pending entries in ID order, so 
 tree is filled whole from its sorted keys (Rax.fill_sorted) once the group is read. The
 checks, their order and their messages are rdb_values'; entries a file lists out of order
 take the general inserts. DUMP / RESTORE and COPY keep using rdb_values.
+
+The files a restart loads may refer to cold nodes (rdb_values.TYPE_STREAM_COLD_REFS): those
+become ColdNodes of the cold tier, read back from their segment when a command needs them.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from server.persistence.rdb_values import (
     TYPE_STREAM_LISTPACKS_5,
     _read_idmp,
 )
+from storage.cold import ColdNode, ColdTier
+from storage.cold.node import StreamTag
 from storage.consumer_group import NACK, Consumer, ConsumerGroup, create_group
 from storage.consumer_group_lag import INVALID_ENTRIES_READ, estimate_distance
 from storage.consumer_group_pel import time_prefix
@@ -37,27 +42,48 @@ def _stream_id(r: Reader) -> StreamID:
     return (ms, r.length())
 
 
-def read_stream(r: Reader, kind: int) -> Stream:
-    """The stream of type `kind` at r (its type byte and key already read)."""
+def read_stream(r: Reader, kind: int, cold: ColdTier | None = None, name: bytes = b"") -> Stream:
+    """The stream of type `kind` at r (its type byte and key already read). With `cold`
+    (the body of a TYPE_STREAM_COLD_REFS value, of the stream stored under `name`), a node
+    may be a reference to its bytes in the cold tier's segments."""
     nodes = []
+    cold_nodes: list[tuple[bytes, ColdNode]] = []
+    tag = StreamTag(name)
     for _ in range(r.count("stream node")):
         key = _string(r)
         if len(key) != 16:
             raise r.fail("stream node key is not the size of a stream ID")
-        nodes.append((key, bytearray(_string(r))))
+        data = _string(r)
+        if data or cold is None:
+            nodes.append((key, bytearray(data)))
+            continue
+        segment, offset, size, crc = r.length(), r.length(), r.length(), r.length()
+        ids = r.string()
+        if len(ids) != 32 or ids[:16] != key or ids[16:] < key or crc > 0xFFFFFFFF:
+            raise r.fail("bad cold node reference")
+        cold_nodes.append((key, cold.loaded_node(tag, segment, offset, size, crc, ids)))
     length = r.length()
     last_id = _stream_id(r)
+    first_id = (0, 0)
     if kind >= TYPE_STREAM_LISTPACKS_2:
-        _stream_id(r)  # the first ID: derived from the nodes here
+        first_id = _stream_id(r)  # (derived from the nodes, unless some are cold)
         max_deleted = _stream_id(r)
         entries_added = r.length()
     else:
         max_deleted, entries_added = (0, 0), length
     try:
-        stream = Stream.from_nodes(nodes, last_id, entries_added, max_deleted, length=length,
-                                   validate=r.deep)
+        stream = Stream.from_nodes(nodes, last_id, entries_added, max_deleted,
+                                   length=None if cold_nodes else length, validate=r.deep)
     except StreamCorruption as exc:
         raise RdbFormatError(f"corrupt stream: {exc}") from None
+    if cold_nodes:
+        assert cold is not None
+        for key, node in cold_nodes:
+            if not stream.rax.try_insert(key, node):
+                raise RdbFormatError("corrupt stream: duplicate stream node")
+        stream.length = length
+        stream.first_id = first_id
+        cold.adopt(name, stream, tag, [node for _, node in cold_nodes])
     if entries_added < length:
         raise RdbFormatError("stream entries-added below its length")
     refs: dict[bytes, list[ConsumerGroup]] = {}  # cgroups_ref, filled once at the end

@@ -56,6 +56,13 @@ TYPE_STREAM_LISTPACKS_2 = 19  # Redis 7.0 (RDB 10): first ID, max deleted ID, en
 TYPE_STREAM_LISTPACKS_3 = 21  # Redis 7.2 on, Valkey 8 (RDB 11): consumers' active time
 TYPE_STREAM_LISTPACKS_4 = 26  # Redis 8.6 (RDB 13): the IDMP state
 TYPE_STREAM_LISTPACKS_5 = 27  # Redis 8.8 (RDB 14): each group's NACK zone
+# This server's own, in the files restarts load while streams have nodes on disk (stream-hot-
+# memory): a stream whose cold nodes are references to their place in the cold directory's
+# segments. After the key, the type of the rest (19 on), then that type's body, in which a
+# cold node's listpack is an empty string followed by its segment, offset, length, CRC-32
+# (lengths) and its first and last IDs (a 32-byte string). Redis refuses the file ("unknown
+# type"); a replica is sent one without references.
+TYPE_STREAM_COLD_REFS = 200
 STREAM_TYPES = (TYPE_STREAM_LISTPACKS, TYPE_STREAM_LISTPACKS_2, TYPE_STREAM_LISTPACKS_3,
                 TYPE_STREAM_LISTPACKS_4, TYPE_STREAM_LISTPACKS_5)
 
@@ -146,23 +153,35 @@ def value_type(value: object, version: int) -> int:
 
 
 # -- writing ----------------------------------------------------------------------------------
-def write_value(sink: Sink, value: object, kind: int) -> None:
-    """The value's body (after its type byte) as type `kind` (from value_type)."""
+def write_value(sink: Sink, value: object, kind: int, cold_refs: bool = False) -> None:
+    """The value's body (after its type byte) as type `kind` (from value_type); with
+    cold_refs, cold stream nodes as references (after TYPE_STREAM_COLD_REFS)."""
     if kind == TYPE_STRING:
         assert isinstance(value, StringValue)
         put_string(sink.buf, value.data)
     else:
         assert isinstance(value, Stream) and kind in STREAM_TYPES
-        _write_stream(sink, value, kind)
+        _write_stream(sink, value, kind, cold_refs)
 
 
-def _write_stream(sink: Sink, s: Stream, kind: int) -> None:
+def has_cold_nodes(s: Stream) -> bool:
+    return any(node.cold is not None for node in s.rax.values())  # type: ignore[attr-defined]
+
+
+def _write_stream(sink: Sink, s: Stream, kind: int, cold_refs: bool = False) -> None:
     out = sink.buf
     put_length(out, s.node_count())
     for key, lp in s.rax.items():
         put_length(out, len(key))
         out += key
-        put_string(out, node_bytes(lp))  # type: ignore[arg-type]  # (cold: from its file)
+        ref = lp.cold  # type: ignore[attr-defined]
+        if ref is not None and cold_refs:
+            out.append(0)  # (an empty string)
+            for part in (ref.segment, ref.offset, ref.length, ref.crc):
+                put_length(out, part)
+            put_string(out, ref.ids)
+        else:
+            put_string(out, node_bytes(lp))  # type: ignore[arg-type]  # (cold: from its file)
         sink.spill()
     put_length(out, s.length)
     put_length(out, s.last_id[0])

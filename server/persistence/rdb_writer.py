@@ -41,13 +41,16 @@ from server.persistence.rdb_encoding import (
 )
 from server.persistence.rdb_values import (
     NEWEST_VERSION,
+    TYPE_STREAM_COLD_REFS,
     VERSION_STREAMS,
     VERSION_STRINGS,
+    has_cold_nodes,
     value_type,
     version_needed,
     write_value,
 )
 from storage.keyspace import Database
+from storage.stream import Stream
 
 PRODUCER = b"0.1.0"  # the "xstreamd-ver" aux field
 _SPILL_AT = 1 << 16
@@ -91,10 +94,13 @@ def choose_version(dbs: Iterable[Database], libraries: Sequence[bytes] = ()) -> 
 
 def write_rdb(out: BinaryIO, dbs: Sequence[Database], libraries: Sequence[bytes] = (),
               aof_base: bool = False, now_ms: int | None = None,
-              per_key: Callable[[], None] | None = None, version: int | None = None) -> int:
+              per_key: Callable[[], None] | None = None, version: int | None = None,
+              cold_refs: bool = False) -> int:
     """Write the function libraries and every database to out as an RDB file; returns the
     number of keys written. `aof_base`: the file is an AOF base (its aux field says so).
-    per_key (if given) runs after each key (rdb-key-save-delay)."""
+    per_key (if given) runs after each key (rdb-key-save-delay). `cold_refs`: a stream with
+    nodes on disk refers to them (TYPE_STREAM_COLD_REFS) instead of carrying their bytes;
+    for the files this server loads at restart, never for a replica or another server."""
     if version is None:
         version = choose_version(dbs, libraries)
     sink = FileSink(out)
@@ -135,9 +141,15 @@ def write_rdb(out: BinaryIO, dbs: Sequence[Database], libraries: Sequence[bytes]
                 buf.append(OP_IDLE)
                 put_length(buf, access.idle_ms(value.lru) // 1000)
             kind = value_type(value, version)
-            buf.append(kind)
-            put_string(buf, key)
-            write_value(sink, value, kind)
+            refs = cold_refs and type(value) is Stream and has_cold_nodes(value)
+            if refs:
+                buf.append(TYPE_STREAM_COLD_REFS)
+                put_string(buf, key)
+                buf.append(kind)
+            else:
+                buf.append(kind)
+                put_string(buf, key)
+            write_value(sink, value, kind, refs)
             sink.spill()
             keys += 1
             if per_key is not None:
@@ -149,17 +161,22 @@ def write_rdb(out: BinaryIO, dbs: Sequence[Database], libraries: Sequence[bytes]
 
 
 def save_rdb(path: str, dbs: Sequence[Database], libraries: Sequence[bytes] = (),
-             fsync: bool = True, per_key: Callable[[], None] | None = None) -> int:
+             fsync: bool = True, per_key: Callable[[], None] | None = None,
+             cold_refs: Callable[[], None] | None = None) -> int:
     """Write an RDB file to path atomically (temp-<pid>.rdb beside it, fsync, rename, fsync of
-    the directory). Returns the number of keys; raises OSError (the temp file is removed)."""
+    the directory). Returns the number of keys; raises OSError (the temp file is removed).
+    `cold_refs`: cold stream nodes are written as references, and this is called (to make
+    the segments they refer to durable) before the file is renamed into place."""
     directory = os.path.dirname(path)
     tmp = os.path.join(directory, temp_name(os.getpid()))
     try:
         with open(tmp, "wb", buffering=1 << 16) as fh:
-            keys = write_rdb(fh, dbs, libraries, per_key=per_key)
+            keys = write_rdb(fh, dbs, libraries, per_key=per_key, cold_refs=cold_refs is not None)
             fh.flush()
             if fsync:
                 os.fsync(fh.fileno())
+        if cold_refs is not None:
+            cold_refs()
         os.replace(tmp, path)
     except BaseException:
         try:

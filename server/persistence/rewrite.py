@@ -26,10 +26,14 @@ from typing import BinaryIO
 from protocol.encoder import encode_command
 from server.persistence.group_rewrite import group_commands, pending_deleted_ids
 from server.persistence.rdb_writer import write_rdb
+from storage.cold import node_bytes
 from storage.keyspace import Database, StringValue
+from storage.rax import Rax
 from storage.stream import Stream
-from storage.stream_id import MAX_ID, MIN_ID, format_counter, format_id
+from storage.stream_id import MAX_ID, MIN_ID, StreamID, format_counter, format_id
 from storage.stream_idmp import DEFAULTS as IDMP_DEFAULTS
+from storage.stream_iter import iter_forward
+from storage.stream_node import StreamNode
 
 _FLUSH_AT = 1 << 16
 
@@ -44,7 +48,7 @@ def stream_commands(key: bytes, s: Stream) -> Iterator[list[bytes]]:
     if s.length or ghosts:
         ghost_iter = iter(ghosts)
         ghost = next(ghost_iter, None)
-        for eid, fields in s.iter_range(MIN_ID, MAX_ID):
+        for eid, fields in _live_entries(s):
             while ghost is not None and ghost < eid:
                 yield [b"XADD", key, format_id(ghost), b"x", b"y"]
                 ghost = next(ghost_iter, None)
@@ -72,6 +76,22 @@ def stream_commands(key: bytes, s: Stream) -> Iterator[list[bytes]]:
         if len(below) < len(ghosts):
             yield [b"XDEL", key, *(format_id(g) for g in ghosts[len(below):])]
         yield setid
+
+
+def _live_entries(s: Stream) -> Iterator[tuple[StreamID, list[bytes]]]:
+    """Every live entry, ascending. A cold node's are decoded from a copy of its bytes read
+    from its file, the node left cold: the rewrite of a backlog larger than memory does not
+    bring it back into memory (the child's copy of it, which would then grow)."""
+    rax = s.rax
+    if not any(node.cold is not None for node in rax.values()):  # type: ignore[attr-defined]
+        yield from s.iter_range(MIN_ID, MAX_ID)
+        return
+    for key, node in rax.items():
+        if node.cold is not None:  # type: ignore[attr-defined]
+            node = StreamNode(bytearray(node_bytes(node)))  # type: ignore[arg-type]
+        one = Rax()
+        one.insert(key, node)
+        yield from iter_forward(one, MIN_ID, MAX_ID)
 
 
 def idmp_commands(key: bytes, s: Stream) -> Iterator[list[bytes]]:
@@ -131,14 +151,19 @@ def write_commands(out: BinaryIO, dbs: Iterable[Database], per_key: PerKey = Non
 
 
 def write_base_file(path: str, dbs: Sequence[Database], use_rdb: bool = False,
-                    per_key: PerKey = None, libraries: Sequence[bytes] = ()) -> int:
+                    per_key: PerKey = None, libraries: Sequence[bytes] = (),
+                    cold_refs: Callable[[], None] | None = None) -> int:
     """Write a base file at path (commands, or an RDB file) and fsync it; the caller renames
-    it into place. Returns its size."""
+    it into place. Returns its size. `cold_refs` (an RDB base only): cold stream nodes are
+    written as references, and this is called to make their segments durable."""
     with open(path, "wb", buffering=1 << 16) as fh:
         if use_rdb:
-            write_rdb(fh, dbs, libraries, aof_base=True, per_key=per_key)
+            write_rdb(fh, dbs, libraries, aof_base=True, per_key=per_key,
+                      cold_refs=cold_refs is not None)
         else:
             write_commands(fh, dbs, per_key, libraries)
         fh.flush()
         os.fsync(fh.fileno())
+        if use_rdb and cold_refs is not None:
+            cold_refs()
         return fh.tell()

@@ -94,7 +94,7 @@ class FullSync:
     def _start_disk(self, links: list[ReplicaLink]) -> None:
         p = self.server.persistence
         try:
-            p.jobs.start_bgsave()
+            p.jobs.start_bgsave(portable=True)  # (no references to this server's cold files)
         except PersistenceError as exc:
             self.server.log.warning(f"BGSAVE for replication failed: {exc}")
             for link in links:

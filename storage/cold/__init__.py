@@ -11,14 +11,19 @@ and makes the node an ordinary hot one again, at the young end of the registry; 
 eviction moves the oldest out again. Consumer groups, PELs and the last node of every
 stream stay in memory.
 
-Cold files are a place to keep memory free, not a copy of record: the AOF and snapshots hold
-every entry (a snapshot copies a cold node's bytes from its file, node_bytes, leaving it
-cold), and the cold directory is emptied when the server starts.
+Cold files are part of the durable state. A snapshot a restart loads (dump.rdb, the AOF's
+RDB base) refers to a cold node by its place in a segment, and loading it makes the node a
+cold node again without reading it (``ColdTier.adopt``): a restart costs the hot data and the
+index, not the backlog. Segments are append-only, and one is deleted only when no node in
+memory and no such snapshot refers to it (pins.py keeps, per kind of file, the segments the
+newest one refers to). A copy for elsewhere (a replica's full sync, DUMP) carries the bytes,
+read from the file without thawing the node (node_bytes).
 """
 
 from storage.cold.node import ColdDataError, ColdNode, ColdRef, freeze, node_bytes, thaw
+from storage.cold.pins import PinFile
 from storage.cold.segments import SegmentStore
 from storage.cold.tier import ColdTier
 
-__all__ = ["ColdDataError", "ColdNode", "ColdRef", "ColdTier", "SegmentStore", "freeze",
-           "node_bytes", "thaw"]
+__all__ = ["ColdDataError", "ColdNode", "ColdRef", "ColdTier", "PinFile", "SegmentStore",
+           "freeze", "node_bytes", "thaw"]

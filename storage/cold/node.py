@@ -21,7 +21,8 @@ from storage.listpack import Listpack
 from storage.stream_id import StreamID, format_id, id_to_key, key_to_id
 from storage.stream_node import StreamNode
 
-__all__ = ["ColdDataError", "ColdNode", "ColdRef", "StreamTag", "freeze", "node_bytes", "thaw"]
+__all__ = ["ColdDataError", "ColdNode", "ColdRef", "StreamTag", "cold_node", "freeze",
+           "node_bytes", "thaw"]
 
 _BUF = Listpack.__dict__["buf"]  # the slot descriptor under ColdNode's property
 
@@ -52,6 +53,18 @@ class ColdRef:
         self.tag = tag
         self.ids = id_to_key(first) + id_to_key(last)
         self.watch: weakref.ref | None = None
+
+    @classmethod
+    def at(cls, store: SegmentStore, segment: int, offset: int, length: int, crc: int,
+           tag: StreamTag, ids: bytes) -> ColdRef:
+        """A reference read back from a snapshot (ids: the first and last keys)."""
+        ref = cls.__new__(cls)
+        ref.segment, ref.offset, ref.length, ref.crc = segment, offset, length, crc
+        ref.store = store
+        ref.tag = tag
+        ref.ids = ids
+        ref.watch = None
+        return ref
 
     @property
     def first(self) -> StreamID:
@@ -104,6 +117,15 @@ def freeze(node: StreamNode, store: SegmentStore, tag: StreamTag, first: StreamI
     node.marks = None  # (rebuilt when a lookup needs them)
     node.__class__ = ColdNode
     return len(data)
+
+
+def cold_node(ref: ColdRef) -> ColdNode:
+    """A node whose bytes are at ref (loaded from a snapshot that refers to them)."""
+    node = StreamNode()
+    _BUF.__set__(node, None)
+    node.cold = ref
+    node.__class__ = ColdNode
+    return node  # type: ignore[return-value]
 
 
 def thaw(node: StreamNode) -> None:

@@ -17,7 +17,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
-from storage.cold.node import ColdRef, StreamTag, freeze, on_thaw
+from storage.cold.node import ColdNode, ColdRef, StreamTag, cold_node, freeze, on_thaw
 from storage.cold.segments import SegmentError, SegmentStore
 from storage.stream import Stream
 from storage.stream_id import key_to_id
@@ -127,6 +127,27 @@ class ColdTier:
         progress = self.progress.get(ref.tag.stream_id)
         if progress is not None and progress.tag is ref.tag and progress.stream() is not None:
             self._register(node, progress, ref.length, ref.ids[:16])
+
+    # -- nodes loaded from a snapshot that refers to their segments ------------------------------
+    def loaded_node(self, tag: StreamTag, segment: int, offset: int, length: int, crc: int,
+                    ids: bytes) -> ColdNode:
+        """A cold node read from a snapshot; ``adopt`` makes it the tier's with its stream."""
+        return cold_node(ColdRef.at(self.store, segment, offset, length, crc, tag, ids))
+
+    def adopt(self, key: bytes, stream: Stream, tag: StreamTag, nodes: list[ColdNode]) -> None:
+        """The loaded stream's cold nodes (made with tag) count as the tier's: their bytes
+        are in use, and freeing a node frees them."""
+        tag.key = bytes(key)
+        tag.stream_id = id(stream)
+        progress = _Progress(stream, tag)
+        self.progress[id(stream)] = progress
+        for node in nodes:
+            ref: ColdRef = node.cold  # type: ignore[assignment]
+            self.store.adopt(ref.segment, ref.length)  # (a missing one: reads give the error)
+            ref.watch = weakref.ref(node, self._cold_freed)
+            self.cold[ref.watch] = ref
+            self.cold_nodes += 1
+            self.cold_bytes += ref.length
 
     # -- compacting segments ---------------------------------------------------------------------
     def compact(self, max_bytes: int = 4 << 20) -> int:

@@ -135,7 +135,8 @@ def test_info_restart_damage_and_config_set(tmp_path: Path) -> None:
         conn.close()
     finally:
         server.stop()
-    # A restart: cold files are emptied; the AOF holds every entry.
+    # A restart: the AOF (no rewrite yet: commands only) holds every entry; the damaged
+    # segments, which nothing refers to, are deleted.
     server = ServerProcess(extra_args=[*args, "--stream-hot-memory", "64kb"],
                            workdir=str(tmp_path), port=server.port).start()
     try:

@@ -31,7 +31,7 @@ def _cold_nodes(s: Stream) -> int:
 @pytest.fixture
 def tier(tmp_path):
     store = SegmentStore(str(tmp_path))
-    store.wipe()
+    store.release()  # (an empty directory: nothing to keep)
     t = ColdTier(store, limit=1)
     yield t
     t.close()
@@ -179,6 +179,7 @@ def test_a_mostly_freed_segment_is_compacted(tmp_path) -> None:
     import storage.cold.segments as segments
 
     store = SegmentStore(str(tmp_path))
+    store.release()
     tier = ColdTier(store, limit=1)
     old_size, segments.SEGMENT_BYTES = segments.SEGMENT_BYTES, 6_000  # small segments
     try:
@@ -201,3 +202,20 @@ def test_a_mostly_freed_segment_is_compacted(tmp_path) -> None:
         segments.SEGMENT_BYTES = old_size
         tier.close()
         store.close()
+
+
+def test_an_aof_rewrite_of_commands_leaves_cold_nodes_cold(tier: ColdTier) -> None:
+    from server.persistence.rewrite import stream_commands
+
+    cold, hot = Stream(), Stream()
+    for i in range(1, 1001):
+        for s in (cold, hot):
+            s.append([b"n", b"%d" % i], (i, 0), True, None, 4096, 100)
+    for s in (cold, hot):
+        s.delete((500, 0))
+    tier.sweep([(b"s", cold)])
+    tier.evict()
+    before = _cold_nodes(cold)
+    assert before >= 8
+    assert list(stream_commands(b"s", cold)) == list(stream_commands(b"s", hot))
+    assert _cold_nodes(cold) == before and tier.cold_reads == 0

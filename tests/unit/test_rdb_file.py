@@ -358,8 +358,13 @@ def test_module_values_and_module_aux_are_named() -> None:
 def test_pre_release_functions_and_unknown_opcodes_are_refused() -> None:
     with pytest.raises(RdbLoadError, match="pre-release function format"):
         _parse(_file(b"\xf6" + _s(b"f") + _s(b"LUA") + _n(0) + _s(b"return 1")))
-    with pytest.raises(RdbLoadError, match="unknown RDB type or opcode 200 at offset 9"):
-        _parse(_file(b"\xc8"))
+    with pytest.raises(RdbLoadError, match="unknown RDB type or opcode 199 at offset 9"):
+        _parse(_file(b"\xc7"))
+    # (200: this server's own stream with references to cold nodes, only for its restarts)
+    with pytest.raises(RdbLoadError, match="can only be loaded by the server that wrote it"):
+        _parse(_file(b"\xc8" + _s(b"k") + b"\x15"))
+    with pytest.raises(RdbLoadError, match="bad stream type 4 of a stream with cold nodes"):
+        _parse(_file(b"\xc8" + _s(b"k") + b"\x04"))
     with pytest.raises(RdbLoadError, match="unknown RDB type or opcode 8 at offset 9"):
         _parse(_file(b"\x08" + _s(b"k")))
 

@@ -1,0 +1,218 @@
+"""Cold files as durable state: a snapshot a restart loads refers to cold nodes instead of
+carrying them, and the restart leaves them on disk; segments a snapshot refers to outlive
+the data in memory (a kill -9 after DEL brings the saved stream back); an AOF base with
+references survives kill -9 with appendfsync always; a missing segment names the stream
+while the rest is served; a replica is sent every byte (no references)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ServerProcess, valkey_server_path
+from tests.resp import Conn, encode
+
+ENTRIES = 6000
+BASE = ["--stream-node-max-entries", "100", "--stream-hot-memory", "32kb",
+        "--enable-debug-command", "yes"]
+
+
+def _info(conn: Conn, field: str, section: str = "memory") -> int:
+    text = conn.call("INFO", section)
+    return int(text.split(field.encode() + b":")[1].split(b"\r\n")[0])
+
+
+def _wait(predicate, timeout: float = 15) -> None:
+    deadline = time.time() + timeout
+    while not predicate():
+        assert time.time() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def _entry(i: int) -> bytes:
+    """XRANGE's RESP2 reply element for entry i-1 of _fill."""
+    eid = b"%d-1" % i
+    value = b"%d" % i
+    return (b"*2\r\n$%d\r\n%s\r\n*4\r\n$1\r\nn\r\n$%d\r\n%s\r\n$3\r\npad\r\n$40\r\n%s\r\n"
+            % (len(eid), eid, len(value), value, b"p" * 40))
+
+
+def _pipeline(conn: Conn, commands: list[list[str]]) -> None:
+    conn.sock.sendall(b"".join(encode(*argv) for argv in commands))
+    for _ in commands:
+        assert not conn.read().startswith(b"-")
+
+
+def _fill(conn: Conn, key: str = "orders", n: int = ENTRIES) -> None:
+    for start in range(1, n + 1, 500):
+        _pipeline(conn, [["XADD", key, f"{i}-1", "n", str(i), "pad", "p" * 40]
+                         for i in range(start, min(n, start + 499) + 1)])
+
+
+def _settle_cold(conn: Conn, at_least: int) -> int:
+    """Wait until the cron has moved nodes out and stopped (the count holds still)."""
+    _wait(lambda: _info(conn, "stream_cold_nodes") >= at_least)
+    last = -1
+    while True:
+        time.sleep(0.3)
+        cold = _info(conn, "stream_cold_nodes")
+        if cold == last:
+            return cold
+        last = cold
+
+
+def _whole(n: int = ENTRIES) -> bytes:
+    return b"*%d\r\n" % n + b"".join(_entry(i) for i in range(1, n + 1))
+
+
+def _segments(workdir: Path) -> set[str]:
+    return {p.name for p in (workdir / "cold").glob("seg-*.cold")}
+
+
+def test_a_snapshot_refers_to_cold_nodes_and_a_restart_leaves_them_on_disk(
+        tmp_path: Path) -> None:
+    args = [*BASE, "--appendonly", "no", "--save", ""]
+    server = ServerProcess(extra_args=args, workdir=str(tmp_path)).start()
+    try:
+        conn = Conn(server)
+        _fill(conn)
+        conn.call("XGROUP", "CREATE", "orders", "g", "0")
+        conn.call("XREADGROUP", "GROUP", "g", "alice", "COUNT", "700", "STREAMS", "orders", ">")
+        conn.call("XADD", "audit", "1-1", "n", "1")  # (one node, the tail: stays in memory)
+        cold = _settle_cold(conn, 40)
+        cold_bytes = _info(conn, "stream_cold_bytes")
+        assert conn.call("SAVE") == b"+OK\r\n"
+        pending = conn.call("XPENDING", "orders", "g")
+        conn.close()
+    finally:
+        server.stop()
+    # The file does not carry the cold nodes' bytes.
+    assert (tmp_path / "dump.rdb").stat().st_size < ENTRIES * 60 - cold_bytes // 2
+    saved_segments = _segments(tmp_path)
+    assert saved_segments
+
+    server = ServerProcess(extra_args=args, workdir=str(tmp_path), port=server.port).start()
+    try:
+        conn = Conn(server)
+        # Loaded cold: nothing was read back, and nothing it refers to was deleted.
+        assert _info(conn, "stream_cold_nodes") == cold
+        assert _info(conn, "stream_cold_reads") == 0
+        assert _segments(tmp_path) >= saved_segments
+        assert conn.call("XLEN", "orders") == b":%d\r\n" % ENTRIES
+        assert conn.call("XPENDING", "orders", "g") == pending
+        assert conn.call("XRANGE", "orders", "-", "+") == _whole()
+        assert conn.call("XRANGE", "audit", "-", "+") == b"*1\r\n" + (
+            b"*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nn\r\n$1\r\n1\r\n")
+        # DEBUG RELOAD goes through the same files.
+        assert conn.call("DEBUG", "RELOAD") == b"+OK\r\n"
+        assert conn.call("XRANGE", "orders", "-", "+") == _whole()
+        conn.close()
+    finally:
+        server.stop()
+
+
+def test_segments_a_snapshot_refers_to_outlive_the_data(tmp_path: Path) -> None:
+    args = [*BASE, "--appendonly", "no", "--save", ""]
+    server = ServerProcess(extra_args=args, workdir=str(tmp_path)).start()
+    conn = Conn(server)
+    _fill(conn)
+    _settle_cold(conn, 40)
+    assert conn.call("SAVE") == b"+OK\r\n"
+    saved_segments = _segments(tmp_path)
+    assert conn.call("DEL", "orders") == b":1\r\n"
+    assert _info(conn, "stream_cold_nodes") == 0
+    assert _segments(tmp_path) >= saved_segments  # (dump.rdb refers to them)
+    conn.close()
+    server.stop(kill=True, cleanup=False)
+
+    server = ServerProcess(extra_args=args, workdir=str(tmp_path), port=server.port).start()
+    try:
+        conn = Conn(server)
+        assert conn.call("XRANGE", "orders", "-", "+") == _whole()
+        # Once no file refers to them, they go.
+        assert conn.call("DEL", "orders") == b":1\r\n"
+        assert conn.call("SAVE") == b"+OK\r\n"
+        _wait(lambda: not _segments(tmp_path) & saved_segments)
+        assert _info(conn, "stream_cold_disk_bytes") == 0
+        conn.close()
+    finally:
+        server.stop()
+
+
+def test_an_aof_base_with_references_survives_kill_9(tmp_path: Path) -> None:
+    args = [*BASE, "--appendonly", "yes", "--appendfsync", "always", "--save", ""]
+    server = ServerProcess(extra_args=args, workdir=str(tmp_path)).start()
+    conn = Conn(server)
+    _fill(conn)
+    _settle_cold(conn, 40)
+    assert conn.call("BGREWRITEAOF").startswith(b"+Background append only file rewriting")
+    _wait(lambda: _info(conn, "aof_rewrite_in_progress", "persistence") == 0
+          and _info(conn, "aof_rewrites", "persistence") >= 1)
+    base = next((tmp_path / "appendonlydir").glob("*.base.rdb"))
+    assert base.stat().st_size < ENTRIES * 30  # (references, not the entries)
+    # After the rewrite: more entries, and a deletion in a cold node.
+    _pipeline(conn, [["XADD", "orders", f"{i}-1", "n", str(i), "pad", "p" * 40]
+                     for i in range(ENTRIES + 1, ENTRIES + 301)])
+    assert conn.call("XDEL", "orders", "10-1") == b":1\r\n"
+    conn.close()
+    server.stop(kill=True, cleanup=False)
+
+    server = ServerProcess(extra_args=args, workdir=str(tmp_path), port=server.port).start()
+    try:
+        conn = Conn(server)
+        assert _info(conn, "stream_cold_nodes") > 20
+        n = ENTRIES + 300
+        expected = b"*%d\r\n" % (n - 1) + b"".join(_entry(i) for i in range(1, n + 1) if i != 10)
+        assert conn.call("XRANGE", "orders", "-", "+") == expected
+        conn.close()
+    finally:
+        server.stop()
+
+
+def test_a_missing_segment_names_the_stream_and_the_server_starts(tmp_path: Path) -> None:
+    args = [*BASE, "--appendonly", "no", "--save", "", "--stream-reply-cache-max-bytes", "0"]
+    server = ServerProcess(extra_args=args, workdir=str(tmp_path)).start()
+    conn = Conn(server)
+    _fill(conn)
+    _fill(conn, "audit", 50)
+    _settle_cold(conn, 40)
+    assert conn.call("SAVE") == b"+OK\r\n"
+    conn.close()
+    server.stop()
+    for name in _segments(tmp_path):
+        (tmp_path / "cold" / name).unlink()
+
+    server = ServerProcess(extra_args=args, workdir=str(tmp_path), port=server.port).start()
+    try:
+        conn = Conn(server)
+        assert conn.call("XLEN", "orders") == b":%d\r\n" % ENTRIES
+        reply = conn.call("XRANGE", "orders", "-", "+")
+        assert reply.startswith(b"-ERR cold data of stream 'orders' (entries 1-1 to ")
+        assert b"segment" in reply
+        assert conn.call("XRANGE", "orders", f"{ENTRIES}", "+") == b"*1\r\n" + _entry(ENTRIES)
+        assert conn.call("XRANGE", "audit", "-", "+") == _whole(50)
+        conn.close()
+    finally:
+        server.stop()
+
+
+@pytest.mark.skipif(valkey_server_path() is None, reason="valkey-server (the dev extra)")
+@pytest.mark.parametrize("diskless", ["yes", "no"])
+def test_a_replica_is_sent_the_cold_bytes(tmp_path: Path, diskless: str) -> None:
+    args = [*BASE, "--appendonly", "no", "--save", "", "--repl-diskless-sync", diskless,
+            "--repl-diskless-sync-delay", "0"]
+    with ServerProcess(extra_args=args, workdir=str(tmp_path)) as primary, \
+            ServerProcess(kind="valkey") as replica:
+        conn = Conn(primary)
+        _fill(conn)
+        _settle_cold(conn, 40)
+        rconn = Conn(replica)
+        rconn.call("REPLICAOF", "127.0.0.1", str(primary.port))
+        _wait(lambda: b"master_link_status:up" in rconn.call("INFO", "replication"))
+        _wait(lambda: rconn.call("XLEN", "orders") == b":%d\r\n" % ENTRIES)
+        assert rconn.call("XRANGE", "orders", "-", "+") == _whole()
+        assert _info(conn, "stream_cold_nodes") > 20  # (sent from the files, left cold)
+        rconn.close()
+        conn.close()
