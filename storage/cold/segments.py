@@ -190,11 +190,14 @@ class SegmentStore:
         if seg.live <= 0 and self._unused(seg):
             self._drop(seg)
 
-    def sparse_segment(self, ratio: float = 0.5) -> int | None:
-        """A segment, other than the one being written, whose live bytes are below ``ratio``
-        of its size: worth compacting (the tier moves its live nodes to the current one)."""
+    def sparse_segment(self, ratio: float = 0.5, skip: set[int] | frozenset[int] = frozenset()
+                       ) -> int | None:
+        """A segment, other than the one being written (or those in skip), whose live bytes
+        are below ``ratio`` of its size: worth compacting (the tier moves its live nodes to
+        the current one)."""
         for seg in self.segments.values():
-            if seg is not self.current and 0 < seg.live < seg.size * ratio:
+            if (seg is not self.current and 0 < seg.live < seg.size * ratio
+                    and seg.number not in skip):
                 return seg.number
         return None
 

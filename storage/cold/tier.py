@@ -17,7 +17,15 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
-from storage.cold.node import ColdNode, ColdRef, StreamTag, cold_node, freeze, on_thaw
+from storage.cold.node import (
+    ColdNode,
+    ColdRef,
+    StreamTag,
+    cold_node,
+    freeze,
+    on_cold_freed,
+    on_thaw,
+)
 from storage.cold.segments import SegmentError, SegmentStore
 from storage.stream import Stream
 from storage.stream_id import key_to_id
@@ -55,13 +63,16 @@ class ColdTier:
         self.cold_reads = 0  # nodes read back from disk
         self.write_errors = 0
         self.progress: dict[int, _Progress] = {}
-        # Cold nodes, so that one freed by its stream (trimmed, deleted) frees its place.
-        self.cold: dict[weakref.ref, ColdRef] = {}
+        self.stuck: set[int] = set()  # sparse segments compaction found no node of
+        self._hot_freed_call = self._hot_freed  # (one bound method for every weak reference)
         on_thaw.append(self._thawed)
+        on_cold_freed.append(self._cold_freed)
 
     def close(self) -> None:
         if self._thawed in on_thaw:
             on_thaw.remove(self._thawed)
+        if self._cold_freed in on_cold_freed:
+            on_cold_freed.remove(self._cold_freed)
 
     # -- finding sealed nodes -----------------------------------------------------------------
     def sweep(self, streams: Iterable[tuple[bytes, Stream]], budget: int = 4096) -> int:
@@ -76,7 +87,7 @@ class ColdTier:
             progress = self.progress.get(id(stream))
             if progress is None or progress.stream() is not stream:
                 progress = self.progress[id(stream)] = _Progress(
-                    stream, StreamTag(bytes(key), id(stream)))
+                    stream, StreamTag(bytes(key), id(stream), self.store))
             progress.tag.key = bytes(key)
             seen += self._sweep_stream(stream, progress, budget - seen)
         for sid in [sid for sid in self.progress if sid not in alive]:
@@ -103,7 +114,7 @@ class ColdTier:
         return seen
 
     def _register(self, node: StreamNode, progress: _Progress, size: int, key: bytes) -> None:
-        self.hot[weakref.ref(node, self._hot_freed)] = (progress, size, key)
+        self.hot[weakref.ref(node, self._hot_freed_call)] = (progress, size, key)
         self.hot_bytes += size
 
     def _hot_freed(self, watch: weakref.ref) -> None:
@@ -111,16 +122,17 @@ class ColdTier:
         if entry is not None:
             self.hot_bytes -= entry[1]
 
-    def _cold_freed(self, watch: weakref.ref) -> None:
-        ref = self.cold.pop(watch, None)
-        if ref is not None:
-            self.cold_nodes -= 1
-            self.cold_bytes -= ref.length
-            ref.store.free(ref.segment, ref.length)
+    def _cold_freed(self, ref: ColdRef) -> None:
+        if ref.tag.store is not self.store:
+            return  # (another tier's)
+        segment, _offset, length, _crc = ref.where()
+        self.cold_nodes -= 1
+        self.cold_bytes -= length
+        self.store.free(segment, length)
 
     def _thawed(self, node: StreamNode, ref: ColdRef) -> None:
-        if ref.watch is not None:
-            self.cold.pop(ref.watch, None)
+        if ref.tag.store is not self.store:
+            return
         self.cold_nodes -= 1
         self.cold_bytes -= ref.length
         self.cold_reads += 1
@@ -132,7 +144,8 @@ class ColdTier:
     def loaded_node(self, tag: StreamTag, segment: int, offset: int, length: int, crc: int,
                     ids: bytes) -> ColdNode:
         """A cold node read from a snapshot; ``adopt`` makes it the tier's with its stream."""
-        return cold_node(ColdRef.at(self.store, segment, offset, length, crc, tag, ids))
+        tag.store = self.store
+        return cold_node(ColdRef(tag, segment, offset, length, crc, ids))
 
     def adopt(self, key: bytes, stream: Stream, tag: StreamTag, nodes: list[ColdNode]) -> None:
         """The loaded stream's cold nodes (made with tag) count as the tier's: their bytes
@@ -143,34 +156,44 @@ class ColdTier:
         self.progress[id(stream)] = progress
         for node in nodes:
             ref: ColdRef = node.cold  # type: ignore[assignment]
-            self.store.adopt(ref.segment, ref.length)  # (a missing one: reads give the error)
-            ref.watch = weakref.ref(node, self._cold_freed)
-            self.cold[ref.watch] = ref
+            segment, _offset, length, _crc = ref.where()
+            self.store.adopt(segment, length)  # (a missing one: reads give the error)
             self.cold_nodes += 1
-            self.cold_bytes += ref.length
+            self.cold_bytes += length
 
     # -- compacting segments ---------------------------------------------------------------------
     def compact(self, max_bytes: int = 4 << 20) -> int:
         """Move the live nodes of one mostly freed segment to the current one (at most
         max_bytes of them a call); the emptied segment is deleted. Returns bytes moved."""
         store = self.store
-        number = store.sparse_segment()
+        number = store.sparse_segment(skip=self.stuck)
         if number is None:
             return 0
-        moved = 0
-        for ref in list(self.cold.values()):
-            if ref.segment != number:
+        moved = found = 0
+        for progress in list(self.progress.values()):  # (the streams' cold nodes: a walk of
+            stream = progress.stream()  # their trees, while a segment is being compacted)
+            if stream is None:
                 continue
-            if moved >= max_bytes:
-                break
-            try:
-                data = store.read(ref.segment, ref.offset, ref.length, ref.crc)
-                segment, offset, crc = store.append(data)
-            except (OSError, SegmentError):
-                return moved  # (read again when the node is; the disk may be full)
-            store.free(ref.segment, ref.length)
-            ref.segment, ref.offset, ref.crc = segment, offset, crc
-            moved += ref.length
+            for node in stream.rax.values():
+                ref: ColdRef | None = node.cold  # type: ignore[attr-defined]
+                if ref is None or ref.tag.store is not store:
+                    continue
+                where = ref.where()
+                if where[0] != number:
+                    continue
+                found += 1
+                if moved >= max_bytes:
+                    return moved
+                try:
+                    data = store.read(*where)
+                    segment, offset, crc = store.append(data)
+                except (OSError, SegmentError):
+                    return moved  # (read again when the node is; the disk may be full)
+                store.free(number, where[2])
+                ref.moved(segment, offset, crc)
+                moved += where[2]
+        if not found:
+            self.stuck.add(number)  # (its live bytes belong to no stream the tier knows)
         return moved
 
     # -- moving nodes out -----------------------------------------------------------------------
@@ -208,9 +231,6 @@ class ColdTier:
                     self.log(f"Cannot move stream nodes to disk ({exc}); they stay in memory")
                 self._register(node, progress, size, key)
                 break
-            ref: ColdRef = node.cold  # type: ignore[assignment]
-            ref.watch = weakref.ref(node, self._cold_freed)
-            self.cold[ref.watch] = ref
             self.cold_nodes += 1
             self.cold_bytes += freed
             moved += freed

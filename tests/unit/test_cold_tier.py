@@ -219,3 +219,59 @@ def test_an_aof_rewrite_of_commands_leaves_cold_nodes_cold(tier: ColdTier) -> No
     assert before >= 8
     assert list(stream_commands(b"s", cold)) == list(stream_commands(b"s", hot))
     assert _cold_nodes(cold) == before and tier.cold_reads == 0
+
+
+def test_pinned_segments_outlive_their_nodes_and_a_store_reopens_them(tmp_path) -> None:
+    store = SegmentStore(str(tmp_path))
+    store.release()
+    place = store.append(b"x" * 100)
+    assert place[0] == 1
+    store.begin_snapshot("rdb", store.in_use())
+    store.end_snapshot("rdb", frozenset({1}), ok=True)
+    store.free(1, 100)  # (the node went; dump.rdb still refers to its bytes)
+    assert (tmp_path / "seg-1.cold").exists()
+    store.close()
+
+    again = SegmentStore(str(tmp_path))  # (a restart: the pins come from PINS)
+    assert again.pins.sets == {"rdb": frozenset({1})} and again.segments[1].size == 100
+    assert again.adopt(1, 100) and not again.adopt(7, 100)
+    assert again.read(1, 0, 100, place[2]) == b"x" * 100
+    assert again.append(b"y")[0] == 2  # (new nodes go to a new segment)
+    again.free(1, 100)
+    again.release()
+    assert (tmp_path / "seg-1.cold").exists()  # still pinned
+    again.begin_snapshot("rdb", frozenset({2}))
+    again.end_snapshot("rdb", frozenset({2}), ok=True)
+    assert not (tmp_path / "seg-1.cold").exists() and (tmp_path / "seg-2.cold").exists()
+    again.close()
+
+
+def test_nothing_is_deleted_before_release_or_while_a_snapshot_refers_to_it(tmp_path) -> None:
+    store = SegmentStore(str(tmp_path))
+    store.append(b"a" * 10)
+    store.free(1, 10)
+    assert (tmp_path / "seg-1.cold").exists()  # holding: the data is not loaded yet
+    store.release()
+    assert not (tmp_path / "seg-1.cold").exists()
+    store.append(b"b" * 10)  # segment 2
+    store.begin_snapshot("aof", store.in_use())
+    store.free(2, 10)
+    assert (tmp_path / "seg-2.cold").exists()
+    store.end_snapshot("aof", frozenset({2}), ok=False)  # given up: the wider pin stays
+    assert (tmp_path / "seg-2.cold").exists()
+    store.begin_snapshot("aof", frozenset())
+    store.end_snapshot("aof", frozenset(), ok=True)
+    assert not (tmp_path / "seg-2.cold").exists()
+    store.close()
+
+
+def test_a_damaged_pin_file_keeps_every_segment(tmp_path) -> None:
+    store = SegmentStore(str(tmp_path))
+    store.release()
+    store.append(b"a" * 10)
+    store.close()
+    (tmp_path / "PINS").write_text("{not json")
+    again = SegmentStore(str(tmp_path))
+    again.release()
+    assert again.pins.keep_all and (tmp_path / "seg-1.cold").exists()
+    again.close()
