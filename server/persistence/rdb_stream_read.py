@@ -28,6 +28,7 @@ from storage.cold.node import StreamTag
 from storage.consumer_group import NACK, Consumer, ConsumerGroup, create_group
 from storage.consumer_group_lag import INVALID_ENTRIES_READ, estimate_distance
 from storage.consumer_group_pel import time_prefix
+from storage.listpack import Listpack
 from storage.rax import Rax
 from storage.stream import Stream, StreamCorruption
 from storage.stream_id import StreamID
@@ -49,13 +50,14 @@ def read_stream(r: Reader, kind: int, cold: ColdTier | None = None, name: bytes 
     nodes = []
     cold_nodes: list[tuple[bytes, ColdNode]] = []
     tag = StreamTag(name)
+    view = memoryview(r.data)
     for _ in range(r.count("stream node")):
         key = _string(r)
         if len(key) != 16:
             raise r.fail("stream node key is not the size of a stream ID")
-        data = _string(r)
+        data = _listpack(r, view)
         if data or cold is None:
-            nodes.append((key, bytearray(data)))
+            nodes.append((key, Listpack(data)))  # (taken by Stream.from_nodes as it is)
             continue
         segment, offset, size, crc = r.length(), r.length(), r.length(), r.length()
         ids = r.string()
@@ -97,9 +99,10 @@ def read_stream(r: Reader, kind: int, cold: ColdTier | None = None, name: bytes 
     return stream
 
 
-def _string(r: Reader) -> bytes:
-    """r.string() for a string stored as it is with a length of one or two bytes (a node's
-    key and most nodes), sliced in place; any other through r.string()."""
+def _plain_span(r: Reader) -> int:
+    """Where the string at r starts when it is stored as it is with a length of one or two
+    bytes (a node's key and most nodes); r.pos is moved past it. -1 for any other string
+    (r.pos unchanged: r.string() reads it)."""
     data = r.data
     pos = r.pos
     if pos + 2 <= r.end:
@@ -111,11 +114,24 @@ def _string(r: Reader) -> bytes:
             start = pos + 2
             n = (first & 0x3F) << 8 | data[pos + 1]
         else:
-            return r.string()
+            return -1
         if start + n <= r.end:
             r.pos = start + n
-            return data[start:start + n]
-    return r.string()
+            return start
+    return -1
+
+
+def _string(r: Reader) -> bytes:
+    """r.string(), sliced in place when it can be."""
+    start = _plain_span(r)
+    return r.string() if start < 0 else r.data[start:r.pos]
+
+
+def _listpack(r: Reader, view: memoryview) -> bytearray:
+    """A node's listpack as the bytearray the node keeps, copied once from the file's bytes
+    (a slice of bytes and then a bytearray of it would hold a backlog's hot part twice)."""
+    start = _plain_span(r)
+    return bytearray(r.string()) if start < 0 else bytearray(view[start:r.pos])
 
 
 def _tree(stream: Stream) -> Rax:
