@@ -69,6 +69,8 @@ class ColdTierService:
         config.on_change("stream-hot-memory", self.set_limit)
         server.cron_hooks.append(self.cron)
         server.before_sleep_hooks.append(self.before_sleep)
+        server.loading_hooks.append(self.while_loading)
+        self.moved_while_loading = 0
 
     def _open(self) -> ColdTier:
         """The tier, its store opened on the cold directory; raises SegmentError or OSError
@@ -128,11 +130,23 @@ class ColdTierService:
             return
         if tier.store.holding:
             tier.store.release()  # (the data is loaded: unreferenced segments can go)
+        if self.moved_while_loading:
+            self.server.log.notice(f"{self.moved_while_loading} bytes of stream nodes moved to "
+                                   "disk while loading")
+            self.moved_while_loading = 0
         if not tier.limit:
             return
         tier.sweep(list(self._streams()), _SWEEP_NODES)
         tier.evict(_EVICT_NODES)
         tier.compact()
+
+    def while_loading(self) -> None:
+        """During an AOF replay: what the cron does, so that a replayed backlog larger than
+        the limit does not all stay in memory until the end."""
+        tier = self.tier
+        if tier is not None and tier.limit:
+            tier.sweep(list(self._streams()), _SWEEP_NODES)
+            self.moved_while_loading += tier.evict(_EVICT_NODES)
 
     def before_sleep(self) -> None:
         tier = self.tier

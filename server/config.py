@@ -295,6 +295,9 @@ OPTIONS: list[OptionSpec] = [
     # Sealed stream nodes kept in memory at most; the oldest beyond it go to files under
     # dir (server/cold_tier.py, storage/cold). 0: all in memory, as Redis. Not a Redis option.
     OptionSpec("stream-hot-memory", 0, MemoryRange(0, _MAX)),
+    # How often (in bytes of the AOF replayed) loading runs the work that cannot wait for it to
+    # end (Redis processes events there; here the cold tier moves nodes out).
+    OptionSpec("loading-process-events-interval-bytes", 2 * 1024**2, MemoryRange(1024, 2**31 - 1)),
     # Redis 8.6: the IDMP-DURATION (seconds) and IDMP-MAXSIZE a new stream starts with.
     OptionSpec("stream-idmp-duration", 100, _int_range(1, 86400)),
     OptionSpec("stream-idmp-maxsize", 100, _int_range(1, 10000)),

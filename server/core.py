@@ -109,6 +109,9 @@ class ServerCore:
         self._batch_depth = 0
         self.before_sleep_hooks: list[Callable[[], None]] = []
         self.cron_hooks: list[Callable[[], None]] = []
+        # Run every loading-process-events-interval-bytes of an AOF replayed (the cron does not
+        # run while the server loads).
+        self.loading_hooks: list[Callable[[], None]] = []
         # Run at shutdown with its flags (server/shutdown_flags.py); False: it can't be done
         # (the final save failed), so the server does not exit.
         self.shutdown_hooks: list[Callable[[int], bool]] = []

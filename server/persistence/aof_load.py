@@ -75,8 +75,14 @@ def replay_bytes(server: Server, data: bytes | mmap.mmap, name: str, is_last: bo
     # lookup()'s work once per name rather than once per command.
     specs: dict[bytes, CommandSpec] = {}
     xadd = COMMANDS.get(b"xadd")
+    interval = server.config["loading-process-events-interval-bytes"]
+    next_hooks = offset + interval
     try:
-        for start, cmds, _end in iter_batches(data, offset):
+        for start, cmds, end in iter_batches(data, offset):
+            if end >= next_hooks and server.loading_hooks:
+                next_hooks = end + interval
+                for hook in server.loading_hooks:
+                    hook()
             starts: list[int] | None = None  # each command's offset, worked out when needed
             for i, argv in enumerate(cmds):
                 spec = specs.get(argv[0])

@@ -216,3 +216,21 @@ def test_a_replica_is_sent_the_cold_bytes(tmp_path: Path, diskless: str) -> None
         assert _info(conn, "stream_cold_nodes") > 20  # (sent from the files, left cold)
         rconn.close()
         conn.close()
+
+
+def test_an_aof_of_commands_moves_nodes_out_while_it_is_replayed(tmp_path: Path) -> None:
+    args = [*BASE, "--appendonly", "yes", "--save", "", "--auto-aof-rewrite-percentage", "0",
+            "--loading-process-events-interval-bytes", "64kb"]
+    server = ServerProcess(extra_args=args, workdir=str(tmp_path)).start()
+    conn = Conn(server)
+    _fill(conn)
+    conn.close()
+    server.stop()
+    server = ServerProcess(extra_args=args, workdir=str(tmp_path), port=server.port).start()
+    try:
+        conn = Conn(server)
+        _wait(lambda: "bytes of stream nodes moved to disk while loading" in server.read_log())
+        assert conn.call("XRANGE", "orders", "-", "+") == _whole()
+        conn.close()
+    finally:
+        server.stop()

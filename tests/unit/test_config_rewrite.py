@@ -202,7 +202,8 @@ def test_option_kinds_come_from_the_option_table() -> None:
     """The kinds the rewrite needs (memory, enum), as the option table's parsers give them."""
     memory = {"proto-max-bulk-len", "client-query-buffer-limit", "maxmemory",
               "stream-node-max-bytes", "auto-aof-rewrite-min-size", "repl-backlog-size",
-              "stream-reply-cache-max-bytes", "stream-hot-memory"}
+              "stream-reply-cache-max-bytes", "stream-hot-memory",
+              "loading-process-events-interval-bytes"}
     assert memory == MEMORY_OPTIONS
     assert {"loglevel", "maxmemory-policy", "appendfsync", "enable-debug-command",
             "acl-pubsub-default", "repl-diskless-load"} == ENUM_OPTIONS
@@ -220,7 +221,7 @@ def test_rewritten_file_loads_back_to_the_same_values(tmp_path: Path) -> None:
         "maxmemory": "18446744073709551615", "maxmemory-policy": "allkeys-lfu",
         "stream-node-max-bytes": "1500", "stream-node-max-entries": "7",
         "stream-reply-cache-max-bytes": "1mb", "stream-hot-memory": "32mb",
-        "appendonly": "no",
+        "loading-process-events-interval-bytes": "4mb", "appendonly": "no",
         "stream-idmp-duration": "300", "stream-idmp-maxsize": "50",
         "appendfilename": "a.aof", "appendfsync": "always",
         "auto-aof-rewrite-percentage": "50", "auto-aof-rewrite-min-size": "1234",
