@@ -152,8 +152,10 @@ def main() -> None:
     load_s = time.perf_counter() - started
     rss = common.rss_bytes(proc.proc.pid)
     info = _info(r)
-    while not info["stream_hot_bytes"]:  # (the loaded hot nodes, once the sweep counted them)
-        time.sleep(0.2)
+    seen = -1
+    while info["stream_hot_bytes"] != seen:  # (the loaded hot nodes, once the sweeps, a few
+        seen = info["stream_hot_bytes"]  # thousand nodes a pass, have counted them all)
+        time.sleep(1.0)
         info = _info(r)
     index = common.rss_bytes(proc.proc.pid) - rss_empty - info["stream_hot_bytes"]
     print(f"restart from an AOF base of {base / 2**20:.1f} MiB: {lengths:,} entries served "

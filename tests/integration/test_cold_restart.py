@@ -2,16 +2,19 @@
 carrying them, and the restart leaves them on disk; segments a snapshot refers to outlive
 the data in memory (a kill -9 after DEL brings the saved stream back); an AOF base with
 references survives kill -9 with appendfsync always; a missing segment names the stream
-while the rest is served; a replica is sent every byte (no references)."""
+while the rest is served; a replica and redis-cli --rdb are sent every byte (no references);
+an AOF of commands moves nodes out as it is replayed."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import ServerProcess, valkey_server_path
+from tests.helpers import ServerProcess, redis_server_path, valkey_server_path
 from tests.resp import Conn, encode
 
 ENTRIES = 6000
@@ -198,7 +201,8 @@ def test_a_missing_segment_names_the_stream_and_the_server_starts(tmp_path: Path
         server.stop()
 
 
-@pytest.mark.skipif(valkey_server_path() is None, reason="valkey-server (the dev extra)")
+@pytest.mark.skipif(valkey_server_path() is None or shutil.which("redis-cli") is None,
+                    reason="valkey-server (the dev extra) and redis-cli")
 @pytest.mark.parametrize("diskless", ["yes", "no"])
 def test_a_replica_is_sent_the_cold_bytes(tmp_path: Path, diskless: str) -> None:
     args = [*BASE, "--appendonly", "no", "--save", "", "--repl-diskless-sync", diskless,
@@ -215,7 +219,20 @@ def test_a_replica_is_sent_the_cold_bytes(tmp_path: Path, diskless: str) -> None
         assert rconn.call("XRANGE", "orders", "-", "+") == _whole()
         assert _info(conn, "stream_cold_nodes") > 20  # (sent from the files, left cold)
         rconn.close()
+        # redis-cli --rdb (a full sync too) saves a file Redis 7.0 loads.
+        peer_dir = tmp_path / "peer"
+        peer_dir.mkdir()
+        done = subprocess.run(["redis-cli", "-p", str(primary.port), "--rdb",
+                               str(peer_dir / "dump.rdb")], capture_output=True, timeout=60)
+        assert done.returncode == 0, done
         conn.close()
+    if redis_server_path() is None:
+        return
+    with ServerProcess(kind="redis", extra_args=["--dbfilename", "dump.rdb"],
+                       workdir=str(peer_dir)) as peer:
+        pconn = Conn(peer)
+        assert pconn.call("XRANGE", "orders", "-", "+") == _whole()
+        pconn.close()
 
 
 def test_an_aof_of_commands_moves_nodes_out_while_it_is_replayed(tmp_path: Path) -> None:
