@@ -11,7 +11,9 @@ keyspace's streams are swept for sealed nodes and the oldest are moved to disk w
 sealed nodes in memory exceed the limit, and a segment file that is mostly freed is
 compacted; after each event-loop batch nodes are moved out too if a read brought back a lot
 (past 1.25 times the limit). CONFIG SET to a lower value moves nodes out on the next pass; 0
-stops moving them (cold nodes come back as they are read). INFO memory reports it.
+stops moving them (cold nodes come back as they are read). INFO memory reports it. While nodes
+cannot be written (a full disk) and the limit is exceeded, commands that may add data are
+refused with an OOM error, until a node is written again.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from storage.cold.segments import SegmentError
 from storage.stream import Stream
 
 if TYPE_CHECKING:
+    from server.client import Client
     from server.core import ServerCore
+    from server.dispatch import CommandSpec
 
 COLD_DIRECTORY = "cold"
 _SWEEP_NODES = 4096  # nodes looked at per cron pass
@@ -71,6 +75,7 @@ class ColdTierService:
         server.before_sleep_hooks.append(self.before_sleep)
         server.loading_hooks.append(self.while_loading)
         self.moved_while_loading = 0
+        self.refusing = False  # refuse() is in server.refusal_checks
 
     def _open(self) -> ColdTier:
         """The tier, its store opened on the cold directory; raises SegmentError or OSError
@@ -139,6 +144,26 @@ class ColdTierService:
         tier.sweep(list(self._streams()), _SWEEP_NODES)
         tier.evict(_EVICT_NODES)
         tier.compact()
+        self._arm_refusal(tier.write_error is not None)
+
+    def _arm_refusal(self, on: bool) -> None:
+        if on != self.refusing:
+            self.refusing = on
+            checks = self.server.refusal_checks
+            if on:
+                checks.append(self.refuse)
+            else:
+                checks.remove(self.refuse)
+
+    def refuse(self, client: Client, spec: CommandSpec) -> str | None:
+        """While nodes cannot be written to disk and the limit is exceeded, commands that may
+        add data are refused, as maxmemory refuses them (deleting and trimming still work)."""
+        tier = self.tier
+        if (not spec.denyoom or self.server.loading or tier is None or tier.write_error is None
+                or not tier.limit or tier.hot_bytes <= tier.limit):
+            return None
+        return (f"OOM command not allowed when stream-hot-memory is exceeded and stream nodes "
+                f"cannot be written to disk: {tier.write_error}")
 
     def while_loading(self) -> None:
         """During an AOF replay: what the cron does, so that a replayed backlog larger than

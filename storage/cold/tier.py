@@ -62,6 +62,8 @@ class ColdTier:
         self.cold_bytes = 0
         self.cold_reads = 0  # nodes read back from disk
         self.write_errors = 0
+        # Why the last node could not be written (a full disk...), until one is written again.
+        self.write_error: str | None = None
         self.progress: dict[int, _Progress] = {}
         self.stuck: set[int] = set()  # sparse segments compaction found no node of
         self._hot_freed_call = self._hot_freed  # (one bound method for every weak reference)
@@ -227,10 +229,14 @@ class ColdTier:
                                node_last_id(node.buf, master))
             except OSError as exc:
                 self.write_errors += 1
-                if self.write_errors == 1 or self.write_errors % 1000 == 0:
+                if self.write_error is None or self.write_errors % 1000 == 0:
                     self.log(f"Cannot move stream nodes to disk ({exc}); they stay in memory")
+                self.write_error = exc.strerror or str(exc)
                 self._register(node, progress, size, key)
                 break
+            if self.write_error is not None:
+                self.log("Stream nodes are moved to disk again")
+                self.write_error = None
             self.cold_nodes += 1
             self.cold_bytes += freed
             moved += freed

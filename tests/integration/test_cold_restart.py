@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -251,3 +252,35 @@ def test_an_aof_of_commands_moves_nodes_out_while_it_is_replayed(tmp_path: Path)
         conn.close()
     finally:
         server.stop()
+
+
+@pytest.mark.skipif(shutil.which("prlimit") is None, reason="needs prlimit (util-linux)")
+def test_a_full_disk_refuses_writes_and_loses_nothing(tmp_path: Path) -> None:
+    # The server's files may not grow past 200 kB (RLIMIT_FSIZE; Python ignores SIGXFSZ, so a
+    # write past it fails as on a full disk): the first segment fills up.
+    wrapper = tmp_path / "python-fsize"
+    wrapper.write_text(f"#!/bin/sh\nexec prlimit --fsize=200000 {sys.executable} \"$@\"\n")
+    wrapper.chmod(0o755)
+    workdir = tmp_path / "data"
+    workdir.mkdir()
+    args = [*BASE, "--appendonly", "no", "--save", ""]
+    with ServerProcess(extra_args=args, workdir=str(workdir), python=str(wrapper)) as server:
+        conn = Conn(server)
+        refused = b""
+        for i in range(1, 20001):
+            reply = conn.call("XADD", "orders", f"{i}-1", "n", str(i), "pad", "p" * 40)
+            if reply.startswith(b"-"):
+                refused = reply
+                break
+            if i % 500 == 0:
+                time.sleep(0.15)  # (a cron pass: nodes go out, until the file is full)
+        assert refused.startswith(b"-OOM command not allowed when stream-hot-memory is exceeded "
+                                  b"and stream nodes cannot be written to disk: "), refused
+        added = i - 1
+        assert "Cannot move stream nodes to disk" in server.read_log()
+        # Nothing acknowledged is lost, and deleting still works.
+        assert conn.call("XLEN", "orders") == b":%d\r\n" % added
+        assert conn.call("XRANGE", "orders", "-", "+") == _whole(added)
+        assert conn.call("XTRIM", "orders", "MAXLEN", "0").startswith(b":")
+        _wait(lambda: conn.call("XADD", "orders", "*", "n", "1").startswith(b"$"))
+        conn.close()

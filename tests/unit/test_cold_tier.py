@@ -135,7 +135,11 @@ def test_a_full_disk_leaves_nodes_in_memory(tier: ColdTier) -> None:
     tier.evict()
     assert all(type(node) is StreamNode for _k, node in s.rax.items())
     assert tier.write_errors == 1 and "No space left" in messages[0]
+    assert tier.write_error == "No space left on device"
     assert s.length == 300
+    del tier.store.append  # (space again: the next node written clears the error)
+    tier.evict()
+    assert tier.write_error is None and messages[-1] == "Stream nodes are moved to disk again"
 
 
 def test_cached_replies_of_cold_nodes_are_served_without_reading_them(tier: ColdTier) -> None:
