@@ -153,8 +153,10 @@ def main() -> None:
     rss = common.rss_bytes(proc.proc.pid)
     info = _info(r)
     seen = -1
-    while info["stream_hot_bytes"] != seen:  # (the loaded hot nodes, once the sweeps, a few
-        seen = info["stream_hot_bytes"]  # thousand nodes a pass, have counted them all)
+    # (the loaded hot nodes, once the sweeps, a few thousand nodes a pass from the oldest, have
+    # counted them all)
+    while not info["stream_hot_bytes"] or info["stream_hot_bytes"] != seen:
+        seen = info["stream_hot_bytes"]
         time.sleep(1.0)
         info = _info(r)
     index = common.rss_bytes(proc.proc.pid) - rss_empty - info["stream_hot_bytes"]
