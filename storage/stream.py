@@ -685,14 +685,17 @@ class Stream:
 
     def memory_usage(self) -> int:
         """Bytes in memory: listpack buffers (allocated size) and their objects, the rax
-        nodes and this object; cold nodes (storage/cold) count their objects only.
-        Consumer groups are not included."""
+        nodes and this object; a cold node (storage/cold) counts its objects and where its
+        bytes lie, not the bytes. Consumer groups are not included."""
         total = sys.getsizeof(self) + self.rax.memory_usage() + sys.getsizeof(self._tail_names)
         getsize = sys.getsizeof
         for lp in self.rax.values():
             total += getsize(lp)
-            if lp.cold is None:  # type: ignore[union-attr]  # (a cold node's bytes are on disk)
+            ref = lp.cold  # type: ignore[union-attr]
+            if ref is None:
                 total += getsize(lp.buf)  # type: ignore[union-attr]
+            else:  # (its bytes are on disk)
+                total += getsize(ref) + getsize(ref.place)
             if lp.marks is not None:  # type: ignore[union-attr]
                 total += getsize(lp.marks)  # type: ignore[union-attr]
         return total

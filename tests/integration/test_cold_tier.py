@@ -116,6 +116,9 @@ def test_info_restart_damage_and_config_set(tmp_path: Path) -> None:
             time.sleep(0.05)
         assert int(fields["stream_cold_nodes"]) >= 20 and int(fields["stream_cold_bytes"]) > 0
         assert 0 < int(fields["stream_hot_bytes"]) < int(fields["stream_cold_bytes"])
+        # MEMORY USAGE: what is in memory (hot nodes, cold nodes' objects), not the cold bytes.
+        usage = int(conn.call("MEMORY", "USAGE", "orders")[1:-2])
+        assert int(fields["stream_hot_bytes"]) < usage < int(fields["stream_cold_bytes"])
         whole = conn.call("XRANGE", "orders", "-", "+")
         assert whole.startswith(b"*5000\r\n") and b"$4\r\n5000\r\n" in whole
         assert _info(conn, "stream_cold_reads") >= cold
