@@ -243,6 +243,23 @@ def execute(client: Client, argv: list[bytes]) -> Any:
     return _execute_checked(client, argv)
 
 
+def execute_loaded(client: Client, spec: CommandSpec, argv: list[bytes]) -> Any:
+    """Run a command read from the AOF (spec from lookup(argv): found, arity checked) as
+    Redis's loader does, the command's own proc on the loading client: no refusal checks,
+    no statistics, slowlog or MONITOR feed. A transaction (MULTI, what it queues, EXEC) and
+    a client on the checked path go through execute()."""
+    if client.multi is not None or client.checked_path or spec.name in ("multi", "exec"):
+        return execute(client, argv)
+    client.last_cmd = spec.fullname_bytes
+    client.server.command_time_ns = _now_ns()
+    try:
+        return spec.handler(client, argv)  # type: ignore[misc]
+    except (CommandError, ColdDataError) as exc:
+        return ErrorReply(exc.message)
+    except Exception as exc:
+        return _handler_failed(client, spec, exc)
+
+
 def run_commands(client: Client, commands: list[list[bytes]]) -> None:
     """Run a client's commands in order, each reply encoded into client.out, and queue the
     client for the before-sleep write. A command that blocks the client leaves the rest in

@@ -1,9 +1,11 @@
 """Replaying the append-only files at start (and for DEBUG LOADAOF).
 
-Each command goes through the real dispatch with a fake client that gets no replies, so the AOF
-exercises exactly the code that live commands run. Parsing is strict RESP (arrays of bulk
-strings); lines starting with '#' are annotations and skipped, as Redis does (aof_parse: runs
-of commands read by hiredis and proven canonical, the strict Python rules for the rest).
+Each command runs its real handler with a fake client that gets no replies, so the AOF
+exercises exactly the code that live commands run; as in Redis (whose loader calls the
+command's proc), without the refusal checks, statistics, slowlog or MONITOR feed of a client's
+command. Parsing is strict RESP (arrays of bulk strings); lines starting with '#' are
+annotations and skipped, as Redis does (aof_parse: runs of commands read by hiredis and proven
+canonical, the strict Python rules for the rest).
 
 - A command cut short by the end of the *last* file (a crash in the middle of a write) is
   dropped with a warning when aof-load-truncated is yes, and the file is truncated to its last
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from protocol.encoder import ErrorReply
 from server.client import Client
-from server.dispatch import COMMANDS, CommandSpec, execute, lookup
+from server.dispatch import COMMANDS, CommandSpec, execute_loaded, lookup
 from server.errors import CommandError
 from server.persistence.aof_parse import (
     AofFormatError,
@@ -97,13 +99,13 @@ def replay_bytes(server: Server, data: bytes | mmap.mmap, name: str, is_last: bo
                             f"{exc.message}") from None
                     if not spec.subcommands and spec.parent is None:
                         specs[argv[0]] = spec
-                if spec is xadd and replay_xadd(client, spec, argv):
+                if spec is xadd and replay_xadd(client, argv):
                     result.commands += 1
                     continue
                 if spec.name == "multi":
                     starts = starts or offsets(start, cmds)
                     before_multi = starts[i]
-                reply = execute(client, argv)
+                reply = execute_loaded(client, spec, argv)
                 result.commands += 1
                 if isinstance(reply, ErrorReply):
                     result.failed += 1

@@ -1,21 +1,20 @@
-"""The AOF replay's way for the command that makes up most of a file: XADD as it is
-propagated, `XADD key ms-seq field value ...`, to a stream that exists.
+"""The AOF replay's way for the command that makes up most of a file: XADD as it is propagated,
+`XADD key ms-seq field value ...`, to a stream that exists.
 
-It does what dispatch's call() and the xadd handler's general path do for that form (the
-refusal checks, the command time, the stream append, the notification, propagation and
-the dirty counter, the key's signals, the command's statistics), without re-parsing the
-options a propagated XADD never has. Anything else (no such key or another type, options,
-an ID that is not above the stream's last one, a client in MULTI, monitors attached, ...)
-returns False untouched, and the command goes through dispatch as every other does, which
-also gives it its error.
-"""
+It does what the xadd handler's general path does for that form (the command time, the stream
+append, the notification, propagation and the dirty counter, the key's signals), without re-
+parsing the options a propagated XADD never has; as every replayed command
+(dispatch.execute_loaded), without the refusal checks and statistics of a client's command.
+Anything else (no such key or another type, options, an ID that is not above the stream's last
+one, a client in MULTI, ...) returns False untouched, and the command goes the way of every
+other, which also gives it its error."""
 
 from __future__ import annotations
 
 import time
 from typing import TYPE_CHECKING
 
-from server import command_stats, notify
+from server import notify
 from storage.stream import Stream
 from storage.stream_id import (
     MAX_ID,
@@ -27,20 +26,15 @@ from storage.stream_id import (
 
 if TYPE_CHECKING:
     from server.client import Client
-    from server.dispatch import CommandSpec
 
-# Durations call() lets a command keep before folding them into its statistics.
-_FOLD_AT = 4096
-
-
-def replay_xadd(client: Client, spec: CommandSpec, argv: list[bytes]) -> bool:
+def replay_xadd(client: Client, argv: list[bytes]) -> bool:
     """Run a propagated XADD (argv has at least the arity's five arguments); False when
     it is not one this way takes, with nothing done."""
     arg = argv[2]
     if not arg[:1].isdigit() or len(argv) & 1 == 0 or client.multi is not None:
         return False  # (an option, or a field without its value: the handler's errors)
     server = client.server
-    if server.monitors or client.checked_path:
+    if client.checked_path:
         return False
     ms_part, sep, seq_part = arg.partition(b"-")
     if (sep and ms_part.isdigit() and seq_part.isdigit() and len(ms_part) <= 20
@@ -59,13 +53,7 @@ def replay_xadd(client: Client, spec: CommandSpec, argv: list[bytes]) -> bool:
     if (not seq_given or new is None or new == (0, 0) or type(stream) is not Stream
             or db.expires or stream.last_id == MAX_ID or new <= stream.last_id):
         return False
-    if server.maxmemory and spec.denyoom and server.out_of_memory():
-        return False
-    for check in server.refusal_checks:
-        if check(client, spec) is not None:
-            return False
-    start = time.time_ns()
-    server.command_time_ns = start
+    server.command_time_ns = time.time_ns()
     key = argv[1]
     db.get(key)  # (the lookup's touch of the key's access time)
     fields = argv[3:]
@@ -77,11 +65,4 @@ def replay_xadd(client: Client, spec: CommandSpec, argv: list[bytes]) -> bool:
     else:
         server.dirty += 1  # (all that propagate() does then)
     server.key_changed(db, key)
-    elapsed_us = (time.time_ns() - start) // 1000
-    recent = spec.recent
-    recent.append(elapsed_us)
-    if len(recent) >= _FOLD_AT:
-        command_stats.fold(spec)
-    if elapsed_us >= server.notable_us:
-        server.note_slow_command(client, spec, argv, elapsed_us, format_id(new))
     return True

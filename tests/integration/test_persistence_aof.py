@@ -284,3 +284,26 @@ def test_rewrite_keeps_max_deleted_id_with_trimmed_pending_entries(tmp_path) -> 
         pending = r.xpending_range("s", "g", "-", "+", 10)
         assert [p["message_id"] for p in pending] == [b"1-0", b"2-0", b"3-0", b"4-0"]
         assert states[0][0][b"s"][1][b"max-deleted-entry-id"] == b"0-0"
+
+
+def test_replayed_commands_are_not_counted_as_clients_commands(tmp_path) -> None:
+    """As Redis's loader (the command's proc on the loading client): no commandstats, no
+    slowlog entries, whatever the thresholds."""
+    workdir = str(tmp_path)
+    with started(workdir) as proc:
+        r = connect(proc)
+        for i in range(1, 51):
+            r.xadd("s", {"f": i}, id=f"{i}-1")
+        r.set("k", "v")
+        r.xgroup_create("s", "g", "0")
+        r.xreadgroup("g", "c", {"s": ">"}, count=5)
+    with started(workdir, "--slowlog-log-slower-than", "0") as proc:
+        r = connect(proc)
+        assert r.xlen("s") == 50 and r.get("k") == b"v"
+        assert r.xpending("s", "g")["pending"] == 5
+        stats = r.info("commandstats")
+        assert not any(name in stats for name in ("cmdstat_xadd", "cmdstat_set",
+                                                  "cmdstat_xclaim", "cmdstat_xgroup|create"))
+        assert r.info("stats")["total_commands_processed"] < 20  # (this test's own, not 50+)
+        assert [entry for entry in r.slowlog_get(128) if entry["command"].split()[0].lower()
+                in (b"xadd", b"set", b"xclaim", b"xgroup")] == []
