@@ -711,13 +711,18 @@ class Stream:
         validate: bool = True,
     ) -> Stream:
         """Rebuild a stream from a snapshot: nodes as ``(master_id or 16-byte key,
-        listpack or its bytes)`` in any order.  With ``validate`` every node is
-        checked byte by byte (check_node), node ranges must not overlap, no ID may
-        exceed ``last_id`` and ``length`` (if given) must match; raises
-        StreamCorruption.  first_id is recomputed."""
+        listpack or its bytes)`` in any order (in key order, as files list them, the tree is
+        built whole).  With ``validate`` every node is checked byte by byte (check_node),
+        node ranges must not overlap, no ID may exceed ``last_id`` and ``length`` (if given)
+        must match; raises StreamCorruption.  Without it, a given ``length`` is taken as it
+        is (Redis's loader takes the stored length too) and the nodes' headers are checked
+        only.  first_id is recomputed."""
         s = cls()
         total = 0
+        count_nodes = validate or length is None
         spans: list[tuple[StreamID, StreamID]] = []
+        keys: list[bytes] = []
+        lps: list[StreamNode] = []
         for master, node in nodes:
             if isinstance(master, (bytes, bytearray)):
                 if len(master) != 16:
@@ -741,9 +746,16 @@ class Stream:
                     lp.validate(deep=False)
                 except ListpackError as exc:
                     raise StreamCorruption(f"bad stream listpack: {exc}") from None
-                total += read_master(lp.buf)[0]
-            if not s.rax.try_insert(key, lp):
-                raise StreamCorruption("duplicate stream node")
+                if count_nodes:
+                    total += read_master(lp.buf)[0]
+            keys.append(key)
+            lps.append(lp)
+        try:
+            s.rax.fill_sorted(keys, lps)  # (keys in order: the tree built whole)
+        except ValueError:  # not in order: one at a time, which also finds a duplicate
+            for key, lp in zip(keys, lps, strict=True):
+                if not s.rax.try_insert(key, lp):
+                    raise StreamCorruption("duplicate stream node") from None
         if validate:
             spans.sort()
             for (_, prev_last), (first, _) in zip(spans, spans[1:], strict=False):
@@ -751,7 +763,7 @@ class Stream:
                     raise StreamCorruption("stream nodes overlap")
             if length is not None and length != total:
                 raise StreamCorruption("stream length does not match its nodes")
-        s.length = total
+        s.length = total if count_nodes else length  # type: ignore[assignment]
         s.last_id = (last_id[0], last_id[1])
         s.entries_added = entries_added
         s.max_deleted_entry_id = (max_deleted_entry_id[0], max_deleted_entry_id[1])
