@@ -99,6 +99,18 @@ class ColdTierService:
         if self.tier is not None:
             self.tier.limit = limit
 
+    def _unpin_missing_files(self, store: SegmentStore) -> None:
+        """A kind of file that is no longer there (removed by hand, the AOF turned off and its
+        directory gone) refers to nothing: its pinned segments may go."""
+        config = self.server.config
+        for kind, present in (("rdb", os.path.isfile(config["dbfilename"])),
+                              ("aof", os.path.isdir(config["appenddirname"]))):
+            if not present and kind in store.pins.sets:
+                try:
+                    store.pins.set(kind, frozenset())
+                except OSError:
+                    pass  # (kept: nothing needed is lost)
+
     # -- snapshots and loading ------------------------------------------------------------------
     def for_loading(self) -> ColdTier:
         """The tier a file that refers to cold nodes loads them into (opened if need be)."""
@@ -113,6 +125,10 @@ class ColdTierService:
         if tier is None:
             return None
         store = tier.store
+        if os.path.abspath(COLD_DIRECTORY) != store.directory:
+            # (CONFIG SET dir since the store was opened: a file in the new dir would refer to
+            # segments a restart there does not find)
+            refers = False
         numbers = store.in_use() if refers else frozenset()
         try:
             store.begin_snapshot(kind, numbers)
@@ -134,6 +150,7 @@ class ColdTierService:
         if tier is None or self.server.loading:
             return
         if tier.store.holding:
+            self._unpin_missing_files(tier.store)
             tier.store.release()  # (the data is loaded: unreferenced segments can go)
         if self.moved_while_loading:
             self.server.log.notice(f"{self.moved_while_loading} bytes of stream nodes moved to "

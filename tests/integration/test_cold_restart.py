@@ -284,3 +284,36 @@ def test_a_full_disk_refuses_writes_and_loses_nothing(tmp_path: Path) -> None:
         assert conn.call("XTRIM", "orders", "MAXLEN", "0").startswith(b":")
         _wait(lambda: conn.call("XADD", "orders", "*", "n", "1").startswith(b"$"))
         conn.close()
+
+
+def test_a_removed_snapshot_unpins_its_segments_and_a_new_dir_gets_every_byte(
+        tmp_path: Path) -> None:
+    args = [*BASE, "--appendonly", "no", "--save", ""]
+    server = ServerProcess(extra_args=args, workdir=str(tmp_path)).start()
+    conn = Conn(server)
+    _fill(conn)
+    _settle_cold(conn, 40)
+    assert conn.call("SAVE") == b"+OK\r\n"
+    conn.close()
+    server.stop()
+    (tmp_path / "dump.rdb").unlink()  # (nothing refers to the segments any more)
+    server = ServerProcess(extra_args=args, workdir=str(tmp_path), port=server.port).start()
+    try:
+        conn = Conn(server)
+        _wait(lambda: not _segments(tmp_path))
+        _fill(conn)
+        _settle_cold(conn, 40)
+        # Saved into another dir: the file carries the cold bytes (a restart there has no
+        # cold/ of this one).
+        other = tmp_path / "other"
+        other.mkdir()
+        assert conn.call("CONFIG", "SET", "dir", str(other)) == b"+OK\r\n"
+        assert conn.call("SAVE") == b"+OK\r\n"
+        conn.close()
+    finally:
+        server.stop()
+    with ServerProcess(extra_args=[*args, "--stream-hot-memory", "0"],
+                       workdir=str(other)) as again:
+        conn = Conn(again)
+        assert conn.call("XRANGE", "orders", "-", "+") == _whole()
+        conn.close()
