@@ -317,3 +317,28 @@ def test_a_removed_snapshot_unpins_its_segments_and_a_new_dir_gets_every_byte(
         conn = Conn(again)
         assert conn.call("XRANGE", "orders", "-", "+") == _whole()
         conn.close()
+
+
+def test_bgsave_refers_to_cold_nodes_and_pins_them(tmp_path: Path) -> None:
+    args = [*BASE, "--appendonly", "no", "--save", ""]
+    server = ServerProcess(extra_args=args, workdir=str(tmp_path)).start()
+    conn = Conn(server)
+    _fill(conn)
+    _settle_cold(conn, 40)
+    assert conn.call("BGSAVE") == b"+Background saving started\r\n"
+    _wait(lambda: _info(conn, "rdb_bgsave_in_progress", "persistence") == 0)
+    assert b"rdb_last_bgsave_status:ok" in conn.call("INFO", "persistence")
+    pins = (tmp_path / "cold" / "PINS").read_text()
+    assert '"rdb": [' in pins
+    saved = _segments(tmp_path)
+    conn.call("XTRIM", "orders", "MAXLEN", "0")  # (the nodes go; the file still refers to them)
+    assert _segments(tmp_path) >= saved
+    conn.close()
+    server.stop(kill=True, cleanup=False)
+    server = ServerProcess(extra_args=args, workdir=str(tmp_path), port=server.port).start()
+    try:
+        conn = Conn(server)
+        assert conn.call("XRANGE", "orders", "-", "+") == _whole()
+        conn.close()
+    finally:
+        server.stop()
