@@ -99,17 +99,24 @@ class ColdTierService:
         if self.tier is not None:
             self.tier.limit = limit
 
-    def _unpin_missing_files(self, store: SegmentStore) -> None:
+    def _unpin_missing_files(self) -> None:
         """A kind of file that is no longer there (removed by hand, the AOF turned off and its
         directory gone) refers to nothing: its pinned segments may go."""
         config = self.server.config
         for kind, present in (("rdb", os.path.isfile(config["dbfilename"])),
                               ("aof", os.path.isdir(config["appenddirname"]))):
-            if not present and kind in store.pins.sets:
-                try:
-                    store.pins.set(kind, frozenset())
-                except OSError:
-                    pass  # (kept: nothing needed is lost)
+            if not present:
+                self.unpin(kind)
+
+    def unpin(self, kind: str) -> None:
+        """The file of `kind` was replaced by one that refers to no segment."""
+        tier = self.tier
+        if tier is not None and kind in tier.store.pins.sets:
+            try:
+                tier.store.pins.set(kind, frozenset())
+            except OSError:
+                return  # (kept: nothing needed is lost)
+            tier.store.collect()
 
     # -- snapshots and loading ------------------------------------------------------------------
     def for_loading(self) -> ColdTier:
@@ -150,7 +157,7 @@ class ColdTierService:
         if tier is None or self.server.loading:
             return
         if tier.store.holding:
-            self._unpin_missing_files(tier.store)
+            self._unpin_missing_files()
             tier.store.release()  # (the data is loaded: unreferenced segments can go)
         if self.moved_while_loading:
             self.server.log.notice(f"{self.moved_while_loading} bytes of stream nodes moved to "

@@ -182,14 +182,16 @@ class Loader:
                     p.log.warning(f"{res.failed} command(s) of {f.name} failed on replay")
         return commands
 
-    def load_snapshot(self, path: str, flush: bool = True, merge: bool = False) -> None:
+    def load_snapshot(self, path: str, flush: bool = True, merge: bool = False,
+                      own: bool = True) -> None:
         """Load a snapshot in place of the data (or with `flush` False over it: a key or a
-        library already there is an error, unless `merge` lets the file's replace it)."""
+        library already there is an error, unless `merge` lets the file's replace it).
+        `own` False: a file from elsewhere (a primary's), which may not refer to cold nodes."""
         p = self.p
         dbs = p.server.dbs
         with self._loading():
             result = load_data_file(path, len(dbs), p.server.access,
-                                    cold=p.server.cold_tier.for_loading)
+                                    cold=p.server.cold_tier.for_loading if own else None)
             _log_origin(p.log, result)
             if flush:
                 _install(dbs, result.dbs)

@@ -114,13 +114,14 @@ def install_rdb(server: Server, path: str) -> None:
     server.log.notice("MASTER <-> REPLICA sync: Flushing old data")
     server.log.notice("MASTER <-> REPLICA sync: Loading DB in memory")
     try:
-        p.loader.load_snapshot(path)
+        p.loader.load_snapshot(path, own=False)  # (a primary's file: no cold references)
     except (LoadError, OSError) as exc:
         os.unlink(path)
         raise RdbTransferError(f"Failed trying to load the MASTER synchronization DB from "
                                f"disk: {exc}") from None
     try:
         os.replace(path, os.path.abspath(server.config["dbfilename"]))
+        server.cold_tier.unpin("rdb")  # (the file that referred to cold segments is replaced)
     except OSError as exc:
         server.log.warning(f"Failed trying to rename the temp DB into "
                            f"{server.config['dbfilename']} in MASTER <-> REPLICA "

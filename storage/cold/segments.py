@@ -126,7 +126,7 @@ class SegmentStore:
                 self.pins.set(kind, numbers)
             except OSError:
                 pass  # (the wider set stays on disk: nothing needed is lost)
-        self.release()
+        self.collect()
 
     def sync(self, numbers: frozenset[int]) -> None:
         """fsync these segments (before a snapshot that refers to them is renamed into place)."""
@@ -136,8 +136,13 @@ class SegmentStore:
                 os.fsync(seg.fd)
 
     def release(self) -> None:
-        """Delete the segments nothing refers to (and allow deleting from now on)."""
+        """Allow deleting segments from now on (the data is loaded), and delete those nothing
+        refers to."""
         self.holding = False
+        self.collect()
+
+    def collect(self) -> None:
+        """Delete the segments nothing refers to (none while holding)."""
         for seg in list(self.segments.values()):
             if self._unused(seg):
                 self._drop(seg)
