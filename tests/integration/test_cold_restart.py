@@ -75,6 +75,21 @@ def _segments(workdir: Path) -> set[str]:
     return {p.name for p in (workdir / "cold").glob("seg-*.cold")}
 
 
+def _start_filled(tmp_path: Path, args: list[str]) -> tuple[ServerProcess, Conn]:
+    """A server on tmp_path with ENTRIES entries in "orders", once the cron has moved the
+    nodes out."""
+    server = ServerProcess(extra_args=args, workdir=str(tmp_path)).start()
+    conn = Conn(server)
+    _fill(conn)
+    _settle_cold(conn, 40)
+    return server, conn
+
+
+def _restart(server: ServerProcess, args: list[str], tmp_path: Path) -> ServerProcess:
+    """The same server started again on its directory and port."""
+    return ServerProcess(extra_args=args, workdir=str(tmp_path), port=server.port).start()
+
+
 def test_a_snapshot_refers_to_cold_nodes_and_a_restart_leaves_them_on_disk(
         tmp_path: Path) -> None:
     args = [*BASE, "--appendonly", "no", "--save", ""]
@@ -97,7 +112,7 @@ def test_a_snapshot_refers_to_cold_nodes_and_a_restart_leaves_them_on_disk(
     saved_segments = _segments(tmp_path)
     assert saved_segments
 
-    server = ServerProcess(extra_args=args, workdir=str(tmp_path), port=server.port).start()
+    server = _restart(server, args, tmp_path)
     try:
         conn = Conn(server)
         # Loaded cold: nothing was read back, and nothing it refers to was deleted.
@@ -119,10 +134,7 @@ def test_a_snapshot_refers_to_cold_nodes_and_a_restart_leaves_them_on_disk(
 
 def test_segments_a_snapshot_refers_to_outlive_the_data(tmp_path: Path) -> None:
     args = [*BASE, "--appendonly", "no", "--save", ""]
-    server = ServerProcess(extra_args=args, workdir=str(tmp_path)).start()
-    conn = Conn(server)
-    _fill(conn)
-    _settle_cold(conn, 40)
+    server, conn = _start_filled(tmp_path, args)
     assert conn.call("SAVE") == b"+OK\r\n"
     saved_segments = _segments(tmp_path)
     assert conn.call("DEL", "orders") == b":1\r\n"
@@ -131,7 +143,7 @@ def test_segments_a_snapshot_refers_to_outlive_the_data(tmp_path: Path) -> None:
     conn.close()
     server.stop(kill=True, cleanup=False)
 
-    server = ServerProcess(extra_args=args, workdir=str(tmp_path), port=server.port).start()
+    server = _restart(server, args, tmp_path)
     try:
         conn = Conn(server)
         assert conn.call("XRANGE", "orders", "-", "+") == _whole()
@@ -147,10 +159,7 @@ def test_segments_a_snapshot_refers_to_outlive_the_data(tmp_path: Path) -> None:
 
 def test_an_aof_base_with_references_survives_kill_9(tmp_path: Path) -> None:
     args = [*BASE, "--appendonly", "yes", "--appendfsync", "always", "--save", ""]
-    server = ServerProcess(extra_args=args, workdir=str(tmp_path)).start()
-    conn = Conn(server)
-    _fill(conn)
-    _settle_cold(conn, 40)
+    server, conn = _start_filled(tmp_path, args)
     assert conn.call("BGREWRITEAOF").startswith(b"+Background append only file rewriting")
     _wait(lambda: _info(conn, "aof_rewrite_in_progress", "persistence") == 0
           and _info(conn, "aof_rewrites", "persistence") >= 1)
@@ -163,7 +172,7 @@ def test_an_aof_base_with_references_survives_kill_9(tmp_path: Path) -> None:
     conn.close()
     server.stop(kill=True, cleanup=False)
 
-    server = ServerProcess(extra_args=args, workdir=str(tmp_path), port=server.port).start()
+    server = _restart(server, args, tmp_path)
     try:
         conn = Conn(server)
         assert _info(conn, "stream_cold_nodes") > 20
@@ -177,18 +186,15 @@ def test_an_aof_base_with_references_survives_kill_9(tmp_path: Path) -> None:
 
 def test_a_missing_segment_names_the_stream_and_the_server_starts(tmp_path: Path) -> None:
     args = [*BASE, "--appendonly", "no", "--save", "", "--stream-reply-cache-max-bytes", "0"]
-    server = ServerProcess(extra_args=args, workdir=str(tmp_path)).start()
-    conn = Conn(server)
-    _fill(conn)
-    _fill(conn, "audit", 50)
-    _settle_cold(conn, 40)
+    server, conn = _start_filled(tmp_path, args)
+    _fill(conn, "audit", 50)  # (one node, the tail: stays in memory)
     assert conn.call("SAVE") == b"+OK\r\n"
     conn.close()
     server.stop()
     for name in _segments(tmp_path):
         (tmp_path / "cold" / name).unlink()
 
-    server = ServerProcess(extra_args=args, workdir=str(tmp_path), port=server.port).start()
+    server = _restart(server, args, tmp_path)
     try:
         conn = Conn(server)
         assert conn.call("XLEN", "orders") == b":%d\r\n" % ENTRIES
@@ -244,7 +250,7 @@ def test_an_aof_of_commands_moves_nodes_out_while_it_is_replayed(tmp_path: Path)
     _fill(conn)
     conn.close()
     server.stop()
-    server = ServerProcess(extra_args=args, workdir=str(tmp_path), port=server.port).start()
+    server = _restart(server, args, tmp_path)
     try:
         conn = Conn(server)
         _wait(lambda: "bytes of stream nodes moved to disk while loading" in server.read_log())
@@ -289,15 +295,12 @@ def test_a_full_disk_refuses_writes_and_loses_nothing(tmp_path: Path) -> None:
 def test_a_removed_snapshot_unpins_its_segments_and_a_new_dir_gets_every_byte(
         tmp_path: Path) -> None:
     args = [*BASE, "--appendonly", "no", "--save", ""]
-    server = ServerProcess(extra_args=args, workdir=str(tmp_path)).start()
-    conn = Conn(server)
-    _fill(conn)
-    _settle_cold(conn, 40)
+    server, conn = _start_filled(tmp_path, args)
     assert conn.call("SAVE") == b"+OK\r\n"
     conn.close()
     server.stop()
     (tmp_path / "dump.rdb").unlink()  # (nothing refers to the segments any more)
-    server = ServerProcess(extra_args=args, workdir=str(tmp_path), port=server.port).start()
+    server = _restart(server, args, tmp_path)
     try:
         conn = Conn(server)
         _wait(lambda: not _segments(tmp_path))
@@ -321,10 +324,7 @@ def test_a_removed_snapshot_unpins_its_segments_and_a_new_dir_gets_every_byte(
 
 def test_bgsave_refers_to_cold_nodes_and_pins_them(tmp_path: Path) -> None:
     args = [*BASE, "--appendonly", "no", "--save", ""]
-    server = ServerProcess(extra_args=args, workdir=str(tmp_path)).start()
-    conn = Conn(server)
-    _fill(conn)
-    _settle_cold(conn, 40)
+    server, conn = _start_filled(tmp_path, args)
     assert conn.call("BGSAVE") == b"+Background saving started\r\n"
     _wait(lambda: _info(conn, "rdb_bgsave_in_progress", "persistence") == 0)
     assert b"rdb_last_bgsave_status:ok" in conn.call("INFO", "persistence")
@@ -335,7 +335,7 @@ def test_bgsave_refers_to_cold_nodes_and_pins_them(tmp_path: Path) -> None:
     assert _segments(tmp_path) >= saved
     conn.close()
     server.stop(kill=True, cleanup=False)
-    server = ServerProcess(extra_args=args, workdir=str(tmp_path), port=server.port).start()
+    server = _restart(server, args, tmp_path)
     try:
         conn = Conn(server)
         assert conn.call("XRANGE", "orders", "-", "+") == _whole()
