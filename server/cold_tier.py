@@ -145,7 +145,6 @@ class ColdTierService:
             return None
         return SnapshotRefs(store, kind, numbers, refers)
 
-
     def _streams(self) -> Iterator[tuple[bytes, Stream]]:
         for db in self.server.dbs:
             for key, value in db.data.items():
@@ -165,8 +164,7 @@ class ColdTierService:
             self.moved_while_loading = 0
         if not tier.limit:
             return
-        tier.sweep(list(self._streams()), _SWEEP_NODES)
-        tier.evict(_EVICT_NODES)
+        self._move_out(tier)
         tier.compact()
         self._arm_refusal(tier.write_error is not None)
 
@@ -194,8 +192,12 @@ class ColdTierService:
         the limit does not all stay in memory until the end."""
         tier = self.tier
         if tier is not None and tier.limit:
-            tier.sweep(list(self._streams()), _SWEEP_NODES)
-            self.moved_while_loading += tier.evict(_EVICT_NODES)
+            self.moved_while_loading += self._move_out(tier)
+
+    def _move_out(self, tier: ColdTier) -> int:
+        """A pass: sealed nodes found, the oldest moved out while over the limit (bytes)."""
+        tier.sweep(list(self._streams()), _SWEEP_NODES)
+        return tier.evict(_EVICT_NODES)
 
     def before_sleep(self) -> None:
         tier = self.tier

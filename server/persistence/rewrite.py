@@ -25,6 +25,7 @@ from typing import BinaryIO
 
 from protocol.encoder import encode_command
 from server.persistence.group_rewrite import group_commands, pending_deleted_ids
+from server.persistence.rdb_values import has_cold_nodes
 from server.persistence.rdb_writer import write_rdb
 from storage.cold import node_bytes
 from storage.keyspace import Database, StringValue
@@ -82,11 +83,10 @@ def _live_entries(s: Stream) -> Iterator[tuple[StreamID, list[bytes]]]:
     """Every live entry, ascending. A cold node's are decoded from a copy of its bytes read
     from its file, the node left cold: the rewrite of a backlog larger than memory does not
     bring it back into memory (the child's copy of it, which would then grow)."""
-    rax = s.rax
-    if not any(node.cold is not None for node in rax.values()):  # type: ignore[attr-defined]
+    if not has_cold_nodes(s):
         yield from s.iter_range(MIN_ID, MAX_ID)
         return
-    for key, node in rax.items():
+    for key, node in s.rax.items():
         if node.cold is not None:  # type: ignore[attr-defined]
             node = StreamNode(bytearray(node_bytes(node)))  # type: ignore[arg-type]
         one = Rax()
