@@ -88,6 +88,9 @@ class CommandSpec:
     is_write: bool = False
     denyoom: bool = False
     may_refuse: bool = False  # is_write or denyoom: OOM / MISCONF may refuse it
+    # Inside MULTI it is queued, not run (not EXEC, DISCARD, MULTI, WATCH, QUIT or RESET),
+    # and may be (not no-multi): run_commands queues it without _checked's steps.
+    queues_plainly: bool = False
     # A readonly command (not Pub/Sub's): a tracking client's read of its keys is remembered
     # for client-side caching (server/tracking.py).
     tracks_reads: bool = False
@@ -96,6 +99,8 @@ class CommandSpec:
     def __post_init__(self) -> None:
         self.may_refuse = self.is_write or self.denyoom
         self.allow_busy = "allow-busy" in self.flags
+        self.queues_plainly = (self.name.encode() not in _MULTI_IMMEDIATE
+                               and "no-multi" not in self.flags)
         # (EVAL_RO's keys are tracked by the script's reads: server/commands/script_cmds.py)
         self.tracks_reads = ("readonly" in self.flags and "pubsub" not in self.flags
                              and self.name not in ("eval_ro", "evalsha_ro"))
@@ -200,6 +205,13 @@ def clear_fast_lookup() -> None:
     _BY_SENT_NAME.clear()
 
 
+def lookup_queued(argv: list[bytes]) -> CommandSpec:
+    """lookup() for a command MULTI queued (found and its arity checked then): the name as
+    sent when the fast table knows it."""
+    spec = _BY_SENT_NAME.get(argv[0])
+    return spec if spec is not None else lookup(argv)
+
+
 def find_by_fullname(name: bytes) -> CommandSpec | None:
     """lookupCommandBySds: 'xadd', or 'config|get' for a subcommand (any case); None when
     there is no such command."""
@@ -274,11 +286,24 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
     try:
         for argv in commands:
             spec = _BY_SENT_NAME.get(argv[0])
-            if (spec is not None and client.authenticated and client.multi is None
-                    and not client.checked_path):
+            if spec is not None and client.authenticated and not client.checked_path:
                 argc = len(argv)
                 arity = spec.arity
-                if argc == arity if arity >= 0 else argc >= -arity:
+                if not (argc == arity if arity >= 0 else argc >= -arity):
+                    reply = _execute_checked(client, argv)
+                    kind = type(reply)
+                elif client.multi is not None:
+                    # Inside MULTI: _checked's queueing, for a command nothing can refuse
+                    # now (no OOM or MISCONF check in force, not EXEC and its kin, not a
+                    # no-multi command). The bulk writes of a transaction come this way.
+                    if spec.queues_plainly and not (server.maxmemory or server.refusal_checks):
+                        client.last_cmd = spec.fullname_bytes
+                        client.multi.append(argv)
+                        reply = QUEUED
+                    else:
+                        reply = _execute_checked(client, argv)
+                    kind = type(reply)
+                else:
                     client.last_cmd = spec.fullname_bytes
                     if spec.may_refuse and (server.maxmemory or server.refusal_checks):
                         reply = call(client, spec, argv)  # (with the OOM and MISCONF checks)
@@ -301,9 +326,6 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
                             client.block_exec_us += max(elapsed_us, 0)
                         if elapsed_us >= server.notable_us:
                             server.note_slow_command(client, spec, argv, elapsed_us, reply)
-                else:
-                    reply = _execute_checked(client, argv)
-                    kind = type(reply)
             else:
                 reply = _execute_checked(client, argv)
                 kind = type(reply)

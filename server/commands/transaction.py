@@ -5,7 +5,7 @@ from __future__ import annotations
 from protocol.encoder import NULL_ARRAY, OK, ErrorReply
 from server.blocking import BlockRequest, timeout_reply
 from server.client import Client
-from server.dispatch import call, command, lookup
+from server.dispatch import call, command, lookup_queued
 from server.errors import CommandError
 
 _CAT = "@fast @transaction"
@@ -70,15 +70,16 @@ def exec_(client: Client, argv: list[bytes]) -> object:
     try:
         for queued_argv in queued:
             try:
-                spec = lookup(queued_argv)
+                spec = lookup_queued(queued_argv)
             except CommandError as exc:
                 replies.append(ErrorReply(exc.message))
                 continue
-            refusal = server.acl.exec_refusal(client, spec, queued_argv)
-            if refusal is not None:  # (the rules changed since it was queued)
-                server.stats.error_reply(refusal)
-                replies.append(ErrorReply(refusal))
-                continue
+            if client.acl_checked:  # (kept current when the rules change: ACL SETUSER)
+                refusal = server.acl.exec_refusal(client, spec, queued_argv)
+                if refusal is not None:  # (the rules changed since it was queued)
+                    server.stats.error_reply(refusal)
+                    replies.append(ErrorReply(refusal))
+                    continue
             reply = call(client, spec, queued_argv)
             if type(reply) is BlockRequest:  # BLOCK inside MULTI acts as a non-blocking read
                 reply = timeout_reply(reply.timeout_reply)
