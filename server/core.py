@@ -48,6 +48,7 @@ from server.pause import ClientPause
 from server.slowlog import Slowlog
 from server.stats import Stats
 from server.version import VERSION
+from storage import native
 from storage.access import AccessClock
 from storage.keyspace import Database
 
@@ -633,6 +634,9 @@ class ServerCore:
             self.persistence.load()
         adjust_open_files_limit(self)
         self.log.notice(f"Server initialized, xstreamd (Redis {VERSION} compatible)")
+        if not native.available():  # (see storage/native.py)
+            self.log.notice("The stream listpack loops run in Python: storage/_native was not "
+                            "built, or XSTREAMD_PURE_PYTHON is set")
         await listen(self)
         for sig in (signal.SIGTERM, signal.SIGINT):
             self.loop.add_signal_handler(sig, shutdown.on_signal, self, sig)

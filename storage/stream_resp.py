@@ -36,6 +36,7 @@ from collections import OrderedDict
 from itertools import accumulate
 
 from protocol.encoder import encode_entries
+from storage import native
 from storage.listpack import decode_element, next_offset
 from storage.rax import Rax
 from storage.stream_id import StreamID
@@ -279,8 +280,23 @@ def _field_lines(names: list[bytes]) -> _FieldLines:
 
 
 def encode_node(node: StreamNode, key: bytes) -> tuple[bytes, array, bytes]:
-    """(blob, starts, keys) of a node's live entries, see NodeResp. The entry walk is
-    stream_iter._forward's, emitting RESP lines instead of lists."""
+    """(blob, starts, keys) of a node's live entries, see NodeResp: the C loop when it is
+    built (storage/native.py), else encode_node_python."""
+    if native.encode_node is not None:
+        names, _template, off = node_layout(node)
+        mms, mseq = _unpack_key(key)
+        done = native.encode_node(node.buf, off, mms, mseq, names)
+        if done is not None:  # (None: bytes it could not parse, left to the Python loop)
+            blob, starts_bytes, keys = done
+            starts = array("I")
+            starts.frombytes(starts_bytes)
+            return blob, starts, keys
+    return encode_node_python(node, key)
+
+
+def encode_node_python(node: StreamNode, key: bytes) -> tuple[bytes, array, bytes]:
+    """encode_node in Python. The entry walk is stream_iter._forward's, emitting RESP lines
+    instead of lists."""
     data = bytes(node.buf)
     names, template, off = node_layout(node)
     mms, mseq = _unpack_key(key)

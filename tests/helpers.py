@@ -59,8 +59,10 @@ class ServerProcess:
         python: str | None = None,
         unix_socket: str | None = None,
         tcp: bool = True,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.kind = kind
+        self.env = dict(env or {})  # added to the server's environment
         self.root = root  # the checkout whose server runs (bench/compare.py runs two)
         self.python = python or sys.executable  # the interpreter that runs ours
         self.port = port or free_port()
@@ -113,6 +115,7 @@ class ServerProcess:
         # otherwise compile some 200 modules first (~0.3 s a server).
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env.setdefault("PYTHONPYCACHEPREFIX", str(BYTECODE_CACHE))
+        env.update(self.env)
         self.proc = subprocess.Popen(
             self.command(), stdout=log, stderr=subprocess.STDOUT, cwd=self.dir, env=env
         )

@@ -180,6 +180,12 @@ def test_dockerfile_shape() -> None:
     assert any(word == "VOLUME" and "/data" in rest for word, rest in instructions)
     workdirs = [rest for word, rest in instructions if word == "WORKDIR"]
     assert workdirs[-1] == "/data"
+    # The C module is built in a stage of its own (setup.py with a compiler) and the image
+    # installs the wheel it made: both stages on python:3.11.
+    assert "setup.py" in copied_sources()
+    stages = [rest for word, rest in instructions if word == "FROM"]
+    assert len(stages) == 2 and all(rest.startswith("python:3.11") for rest in stages)
+    assert any(word == "RUN" and "gcc" in rest for word, rest in instructions)
 
 
 def test_image_holds_every_package_the_server_imports(image_tree: Path) -> None:

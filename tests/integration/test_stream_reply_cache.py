@@ -1,8 +1,9 @@
 """Range reads served from the cache of encoded stream nodes (storage/stream_resp.py) answer
-byte for byte as with the cache off: two servers, one with stream-reply-cache-max-bytes 0,
-the same random history of XADD, XDEL, XTRIM, XSETID, DEL, consumer groups (XREADGROUP >,
-XACK, XPENDING) and reads (XRANGE, XREVRANGE, XREAD, in RESP2 and RESP3) on both; and the
-cache shows in INFO and follows CONFIG SET."""
+byte for byte as with the cache off, and as a server running the Python loops instead of
+the C ones (storage/native.py): three servers, one with stream-reply-cache-max-bytes 0, one
+with XSTREAMD_PURE_PYTHON set, the same random history of XADD, XDEL, XTRIM, XSETID, DEL,
+consumer groups (XREADGROUP >, XACK, XPENDING) and reads (XRANGE, XREVRANGE, XREAD, in RESP2
+and RESP3) on all three; and the cache shows in INFO and follows CONFIG SET."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from storage import native
 from tests.helpers import ServerProcess
 from tests.resp import Conn
 
@@ -18,10 +20,18 @@ SMALL_NODES = ["--stream-node-max-entries", "8", "--appendonly", "no", "--save",
 
 
 @pytest.fixture(scope="module")
-def pair() -> Iterator[tuple[ServerProcess, ServerProcess]]:
+def pair() -> Iterator[tuple[ServerProcess, ServerProcess, ServerProcess]]:
     off = [*SMALL_NODES, "--stream-reply-cache-max-bytes", "0"]
-    with ServerProcess(extra_args=SMALL_NODES) as cached, ServerProcess(extra_args=off) as plain:
-        yield cached, plain
+    pure = {"XSTREAMD_PURE_PYTHON": "1"}
+    with (ServerProcess(extra_args=SMALL_NODES) as cached, ServerProcess(extra_args=off) as plain,
+          ServerProcess(extra_args=SMALL_NODES, env=pure) as python_loops):
+        yield cached, plain, python_loops
+
+
+_INT_LIKE = ["0", "-0", "007", "+5", "-1", "127", "128", "-4096", "4095", "4096", "-32769",
+             "8388607", "-8388609", "2147483648", "9223372036854775807", "9223372036854775808",
+             "-9223372036854775808", "-9223372036854775809", "12345678901234567890123", "1e3",
+             " 1", "1 "]
 
 
 def _an_id(rng: random.Random, top: int) -> str:
@@ -59,7 +69,11 @@ def test_replies_are_the_same_with_and_without_the_cache(pair, seed: int) -> Non
                 key = "s" if rng.random() < 0.9 else "s2"
                 fields = rng.choice([["f", str(rng.randrange(10**7))],
                                      ["a", "x" * rng.randrange(70), "b", str(rng.randrange(99))],
-                                     ["big", "y" * 1500]])
+                                     ["big", "y" * 1500],
+                                     # every listpack encoding of a value: the int widths,
+                                     # texts that only look like ints, long strings
+                                     ["f", rng.choice(_INT_LIKE)],
+                                     ["-12", str(rng.randrange(-2**63, 2**63)), "z" * 5000, ""]])
                 command = ["XADD", key, f"{ms}-*", *fields]
             elif op < 0.65:
                 command = ["XDEL", "s", *(f"{rng.randrange(ms + 1)}-{rng.randrange(3)}"
@@ -88,7 +102,7 @@ def test_replies_are_the_same_with_and_without_the_cache(pair, seed: int) -> Non
             else:
                 command = _read(rng, ms + 2)
             replies = [conn.call(*command) for conn in conns]
-            assert replies[0] == replies[1], (step, command)
+            assert replies[0] == replies[1] == replies[2], (step, command)
         info = conns[0].call("INFO", "stats")
         assert int(info.split(b"stream_reply_cache_hits:")[1].split(b"\r\n")[0]) > 0
         info = conns[1].call("INFO", "stats")
@@ -99,7 +113,7 @@ def test_replies_are_the_same_with_and_without_the_cache(pair, seed: int) -> Non
 
 
 def test_info_and_config_set(pair) -> None:
-    cached, _plain = pair
+    cached = pair[0]
     conn = Conn(cached)
     try:
         conn.call("FLUSHALL")
@@ -116,3 +130,11 @@ def test_info_and_config_set(pair) -> None:
         conn.call("CONFIG", "SET", "stream-reply-cache-max-bytes", "64mb")
     finally:
         conn.close()
+
+
+def test_the_third_server_runs_the_python_loops(pair) -> None:
+    with open(pair[2].log_path, encoding="utf-8") as log:
+        assert "stream listpack loops run in Python" in log.read()
+    if native.available():
+        with open(pair[0].log_path, encoding="utf-8") as log:
+            assert "loops run in Python" not in log.read()

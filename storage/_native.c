@@ -1,0 +1,495 @@
+/* storage._native: the listpack loops that cost the most in Python, in C.
+ *
+ * How it works. Two loops run once per stream entry on the bulk paths: turning a node's
+ * entries into RESP on their first read (stream_resp.encode_node), and encoding an XADD's
+ * values as listpack elements (Stream.append). Both are written in Python beside this file
+ * and produce the same bytes; this module is an optional build of the same functions.
+ * storage/native.py imports it when it was built and XSTREAMD_PURE_PYTHON is unset, and
+ * the tests run both and compare their output.
+ *
+ * Nothing here trusts the node's bytes: every read is checked against the buffer's end,
+ * and a node that does not parse makes encode_node return None, so the caller takes the
+ * Python path (and its errors). The format is Redis's listpack (listpack.md) and its
+ * stream node layout (t_stream.c's comments); no code is taken from either.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define FLAG_DELETED 1
+#define FLAG_SAMEFIELDS 2
+
+/* -- a growable byte buffer ---------------------------------------------------------------- */
+
+typedef struct {
+    char *data;
+    size_t len;
+    size_t cap;
+} Buf;
+
+static int buf_reserve(Buf *b, size_t more) {
+    if (b->len + more <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + more)
+        cap *= 2;
+    char *data = PyMem_Realloc(b->data, cap);
+    if (data == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->data = data;
+    b->cap = cap;
+    return 0;
+}
+
+static inline int buf_put(Buf *b, const void *src, size_t n) {
+    if (buf_reserve(b, n) < 0)
+        return -1;
+    memcpy(b->data + b->len, src, n);
+    b->len += n;
+    return 0;
+}
+
+/* Decimal text of v into out (at least 20 bytes); returns its length. */
+static size_t u64_text(uint64_t v, char *out) {
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+static size_t i64_text(int64_t v, char *out) {
+    if (v < 0) {
+        out[0] = '-';
+        return 1 + u64_text((uint64_t)0 - (uint64_t)v, out + 1);
+    }
+    return u64_text((uint64_t)v, out);
+}
+
+/* "<c><n>\r\n": a RESP header (c is '$' or '*'). */
+static inline int put_header(Buf *b, char c, size_t n) {
+    char line[24];
+    line[0] = c;
+    size_t k = 1 + u64_text(n, line + 1);
+    line[k++] = '\r';
+    line[k++] = '\n';
+    return buf_put(b, line, k);
+}
+
+/* -- reading listpack elements -------------------------------------------------------------- */
+
+typedef struct {
+    int is_int;
+    int64_t v;
+    const uint8_t *s;
+    size_t slen;
+} Elem;
+
+static size_t backlen_size(size_t l) {
+    if (l <= 127)
+        return 1;
+    if (l < 16383)
+        return 2;
+    if (l < 2097151)
+        return 3;
+    if (l < 268435455)
+        return 4;
+    return 5;
+}
+
+/* The element at off (end: the offset of the listpack's last byte, its 0xFF, which no
+ * element may reach); returns the offset after its backlen, or 0 if it does not parse. */
+static size_t read_elem(const uint8_t *p, size_t end, size_t off, Elem *e) {
+    if (off >= end)
+        return 0;
+    uint8_t b = p[off];
+    size_t next;
+    if (b < 0x80) {
+        e->is_int = 1;
+        e->v = b;
+        next = off + 2;
+    } else if (b < 0xC0) {
+        size_t n = b & 0x3F;
+        e->is_int = 0;
+        e->s = p + off + 1;
+        e->slen = n;
+        next = off + 2 + n;
+    } else if (b < 0xE0) {
+        if (off + 1 >= end)
+            return 0;
+        int v = ((b & 0x1F) << 8) | p[off + 1];
+        e->is_int = 1;
+        e->v = v >= 4096 ? v - 8192 : v;
+        next = off + 3;
+    } else if (b < 0xF0) {
+        if (off + 1 >= end)
+            return 0;
+        size_t n = ((size_t)(b & 0x0F) << 8) | p[off + 1];
+        e->is_int = 0;
+        e->s = p + off + 2;
+        e->slen = n;
+        next = off + 2 + n + (n < 126 ? 1 : 2);
+    } else if (b == 0xF0) {
+        if (off + 5 > end)
+            return 0;
+        size_t n = (size_t)p[off + 1] | ((size_t)p[off + 2] << 8) | ((size_t)p[off + 3] << 16) |
+                   ((size_t)p[off + 4] << 24);
+        e->is_int = 0;
+        e->s = p + off + 5;
+        e->slen = n;
+        next = off + 5 + n + backlen_size(n + 5);
+    } else if (b >= 0xF1 && b <= 0xF4) {
+        static const size_t widths[] = {2, 3, 4, 8};
+        size_t w = widths[b - 0xF1];
+        if (off + 1 + w > end)
+            return 0;
+        uint64_t u = 0;
+        for (size_t i = 0; i < w; i++)
+            u |= (uint64_t)p[off + 1 + i] << (8 * i);
+        if (w < 8 && (u >> (8 * w - 1)) & 1)
+            u |= ~(uint64_t)0 << (8 * w); /* sign-extend */
+        e->is_int = 1;
+        e->v = (int64_t)u;
+        next = off + 1 + w + 1;
+    } else {
+        return 0; /* 0xF5..0xFE are not encodings, and 0xFF ends the listpack */
+    }
+    return next <= end ? next : 0;
+}
+
+static inline size_t read_int(const uint8_t *p, size_t end, size_t off, int64_t *v) {
+    Elem e;
+    size_t next = read_elem(p, end, off, &e);
+    if (!next || !e.is_int)
+        return 0;
+    *v = e.v;
+    return next;
+}
+
+/* An element as a RESP bulk string: integers in decimal. */
+static int put_bulk(Buf *b, const Elem *e) {
+    if (e->is_int) {
+        char text[24];
+        size_t n = i64_text(e->v, text);
+        if (put_header(b, '$', n) < 0 || buf_put(b, text, n) < 0)
+            return -1;
+    } else if (put_header(b, '$', e->slen) < 0 || buf_put(b, e->s, e->slen) < 0) {
+        return -1;
+    }
+    return buf_put(b, "\r\n", 2);
+}
+
+/* -- encode_node ----------------------------------------------------------------------------- */
+
+PyDoc_STRVAR(encode_node_doc,
+"encode_node(buf, off, master_ms, master_seq, names) -> (blob, starts, keys) | None\n\n"
+"stream_resp.encode_node's loop: the RESP of the live entries of the stream node in buf,\n"
+"whose first entry's flags are at off; starts as native uint32s (array('I')'s bytes);\n"
+"None when the bytes do not parse.");
+
+static PyObject *encode_node(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t off_arg;
+    unsigned long long mms, mseq;
+    PyObject *names;
+    if (!PyArg_ParseTuple(args, "y*nKKO", &view, &off_arg, &mms, &mseq, &names))
+        return NULL;
+    PyObject *result = NULL;
+    Buf out = {0}, starts = {0}, keys = {0}, heads = {0};
+    size_t *head_at = NULL;
+    PyObject *seq = PySequence_Fast(names, "names must be a sequence");
+    if (seq == NULL)
+        goto done;
+    Py_ssize_t nmaster = PySequence_Fast_GET_SIZE(seq);
+    /* Per master field, the lines before its value: "$<len>\r\n<name>\r\n" (the first
+     * opening with the fields' array header), laid end to end in heads. */
+    head_at = PyMem_Malloc(sizeof(size_t) * (nmaster + 1));
+    if (head_at == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nmaster; i++) {
+        PyObject *name = PySequence_Fast_GET_ITEM(seq, i);
+        char *s;
+        Py_ssize_t n;
+        if (PyBytes_AsStringAndSize(name, &s, &n) < 0)
+            goto done;
+        head_at[i] = heads.len;
+        if ((i == 0 && put_header(&heads, '*', 2 * (size_t)nmaster) < 0) ||
+            put_header(&heads, '$', (size_t)n) < 0 || buf_put(&heads, s, (size_t)n) < 0 ||
+            buf_put(&heads, "\r\n", 2) < 0)
+            goto done;
+    }
+    head_at[nmaster] = heads.len;
+
+    const uint8_t *p = view.buf;
+    size_t len = (size_t)view.len;
+    if (len < 7 || off_arg < 0 || p[len - 1] != 0xFF)
+        goto unparsed;
+    size_t end = len - 1, off = (size_t)off_arg;
+    while (off < end) {
+        int64_t flags, msd, seqd;
+        if (!(off = read_int(p, end, off, &flags)) || !(off = read_int(p, end, off, &msd)) ||
+            !(off = read_int(p, end, off, &seqd)))
+            goto unparsed;
+        uint64_t ms = (uint64_t)mms + (uint64_t)msd, sq = (uint64_t)mseq + (uint64_t)seqd;
+        int same = (flags & FLAG_SAMEFIELDS) != 0;
+        int64_t nf = nmaster;
+        if (!same && !(off = read_int(p, end, off, &nf)))
+            goto unparsed;
+        if (nf < 0 || (uint64_t)nf > end)
+            goto unparsed;
+        size_t nvalues = same ? (size_t)nf : 2 * (size_t)nf;
+        Elem e;
+        if (flags & FLAG_DELETED) {
+            for (size_t i = 0; i <= nvalues; i++) /* the values (and fields), the lp-count */
+                if (!(off = read_elem(p, end, off, &e)))
+                    goto unparsed;
+            continue;
+        }
+        uint32_t start = (uint32_t)out.len;
+        if (out.len > UINT32_MAX || buf_put(&starts, &start, sizeof start) < 0)
+            goto unparsed;
+        uint8_t key[16];
+        for (int i = 0; i < 8; i++) {
+            key[i] = (uint8_t)(ms >> (56 - 8 * i));
+            key[8 + i] = (uint8_t)(sq >> (56 - 8 * i));
+        }
+        if (buf_put(&keys, key, 16) < 0)
+            goto done;
+        char id[48];
+        size_t idlen = u64_text(ms, id);
+        id[idlen++] = '-';
+        idlen += u64_text(sq, id + idlen);
+        if (buf_put(&out, "*2\r\n", 4) < 0 || put_header(&out, '$', idlen) < 0 ||
+            buf_put(&out, id, idlen) < 0 || buf_put(&out, "\r\n", 2) < 0)
+            goto done;
+        if (!same && put_header(&out, '*', nvalues) < 0)
+            goto done;
+        for (size_t i = 0; i < nvalues; i++) {
+            if (!(off = read_elem(p, end, off, &e)))
+                goto unparsed;
+            if (same && buf_put(&out, heads.data + head_at[i], head_at[i + 1] - head_at[i]) < 0)
+                goto done;
+            if (put_bulk(&out, &e) < 0)
+                goto done;
+        }
+        if (!(off = read_elem(p, end, off, &e))) /* lp-count */
+            goto unparsed;
+    }
+    if (off != end)
+        goto unparsed;
+    uint32_t total = (uint32_t)out.len;
+    if (out.len > UINT32_MAX || buf_put(&starts, &total, sizeof total) < 0)
+        goto unparsed;
+    result = Py_BuildValue("(y#y#y#)", out.data ? out.data : "", (Py_ssize_t)out.len,
+                           starts.data, (Py_ssize_t)starts.len,
+                           keys.data ? keys.data : "", (Py_ssize_t)keys.len);
+    goto done;
+unparsed:
+    if (!PyErr_Occurred()) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    }
+done:
+    Py_XDECREF(seq);
+    PyMem_Free(head_at);
+    PyMem_Free(out.data);
+    PyMem_Free(starts.data);
+    PyMem_Free(keys.data);
+    PyMem_Free(heads.data);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* -- encoding elements ----------------------------------------------------------------------- */
+
+/* lpStringToInt64's rules: the canonical decimal form of an int64 (no '+', no leading
+ * zeros, no "-0", at most 20 bytes). */
+static int canonical_int(const char *s, size_t n, int64_t *out) {
+    if (n == 0 || n > 20)
+        return 0;
+    size_t i = 0;
+    int neg = 0;
+    if (s[0] == '-') {
+        if (n == 1)
+            return 0;
+        neg = 1;
+        i = 1;
+    }
+    if (s[i] == '0')
+        return n == 1 ? (*out = 0, 1) : 0;
+    uint64_t v = 0;
+    for (; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+        uint64_t d = (uint64_t)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return 0;
+        v = v * 10 + d;
+    }
+    if (neg) {
+        if (v > (uint64_t)INT64_MAX + 1)
+            return 0;
+        *out = (int64_t)((uint64_t)0 - v);
+    } else {
+        if (v > (uint64_t)INT64_MAX)
+            return 0;
+        *out = (int64_t)v;
+    }
+    return 1;
+}
+
+static void put_backlen(uint8_t *dst, size_t *k, size_t l) {
+    /* Read right to left: the last byte holds the lowest 7 bits; every byte but the
+     * first has bit 128 set. */
+    size_t n = backlen_size(l);
+    for (size_t i = 0; i < n; i++) {
+        uint8_t part = (uint8_t)((l >> (7 * (n - 1 - i))) & 127);
+        dst[*k + i] = i ? (part | 128) : part;
+    }
+    *k += n;
+}
+
+static int put_int_elem(Buf *b, int64_t v) {
+    uint8_t e[12];
+    size_t k;
+    if (v >= 0 && v <= 127) {
+        e[0] = (uint8_t)v;
+        e[1] = 1;
+        k = 2;
+    } else if (v >= -4096 && v <= 4095) {
+        uint16_t u = (uint16_t)(v < 0 ? v + 8192 : v);
+        e[0] = (uint8_t)((u >> 8) | 0xC0);
+        e[1] = (uint8_t)(u & 0xFF);
+        e[2] = 2;
+        k = 3;
+    } else {
+        size_t w;
+        uint8_t tag;
+        if (v >= -32768 && v <= 32767)
+            w = 2, tag = 0xF1;
+        else if (v >= -8388608 && v <= 8388607)
+            w = 3, tag = 0xF2;
+        else if (v >= INT32_MIN && v <= INT32_MAX)
+            w = 4, tag = 0xF3;
+        else
+            w = 8, tag = 0xF4;
+        e[0] = tag;
+        uint64_t u = (uint64_t)v;
+        for (size_t i = 0; i < w; i++)
+            e[1 + i] = (uint8_t)(u >> (8 * i));
+        e[1 + w] = (uint8_t)(1 + w);
+        k = 2 + w;
+    }
+    return buf_put(b, e, k);
+}
+
+static int put_value_elem(Buf *b, const char *s, size_t n) {
+    int64_t v;
+    if (n && ((s[0] >= '0' && s[0] <= '9') || s[0] == '-') && canonical_int(s, n, &v))
+        return put_int_elem(b, v);
+    uint8_t head[8];
+    size_t k = 0;
+    if (n < 64) {
+        head[k++] = (uint8_t)(0x80 | n);
+    } else if (n < 4096) {
+        head[k++] = (uint8_t)(0xE0 | (n >> 8));
+        head[k++] = (uint8_t)(n & 0xFF);
+    } else if (n <= UINT32_MAX) {
+        head[k++] = 0xF0;
+        for (int i = 0; i < 4; i++)
+            head[k++] = (uint8_t)(n >> (8 * i));
+    } else {
+        PyErr_SetString(PyExc_ValueError, "string too long for a listpack");
+        return -1;
+    }
+    size_t hl = k;
+    uint8_t tail[8];
+    size_t t = 0;
+    put_backlen(tail, &t, hl + n);
+    if (buf_reserve(b, hl + n + t) < 0)
+        return -1;
+    buf_put(b, head, hl);
+    buf_put(b, s, n);
+    buf_put(b, tail, t);
+    return 0;
+}
+
+PyDoc_STRVAR(entry_body_doc,
+"entry_body(ms_diff, seq_diff, fields, samefields) -> bytes\n\n"
+"stream_node.encode_entry's elements and the listpack's end byte: the entry's flags, its\n"
+"ID's differences from the master entry (int64s, taken modulo 2**64), then the values of\n"
+"the flat [field, value, ...] list (with samefields) or their count and every field and\n"
+"value, then lp-count.");
+
+static PyObject *entry_body(PyObject *self, PyObject *args) {
+    PyObject *ms_obj, *seq_obj, *fields_arg;
+    int same;
+    if (!PyArg_ParseTuple(args, "OOOp", &ms_obj, &seq_obj, &fields_arg, &same))
+        return NULL;
+    unsigned long long msd = PyLong_AsUnsignedLongLongMask(ms_obj);
+    if (msd == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    unsigned long long seqd = PyLong_AsUnsignedLongLongMask(seq_obj);
+    if (seqd == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    PyObject *fields = PySequence_Fast(fields_arg, "fields must be a sequence");
+    if (fields == NULL)
+        return NULL;
+    Py_ssize_t nitems = PySequence_Fast_GET_SIZE(fields);
+    Buf b = {0};
+    if (nitems < 2 || nitems & 1) {
+        PyErr_SetString(PyExc_ValueError,
+                        "fields must be a non-empty flat list of field/value pairs");
+        goto fail;
+    }
+    Py_ssize_t npairs = nitems / 2;
+    if (buf_reserve(&b, 64) < 0)
+        goto fail;
+    if (put_int_elem(&b, same ? FLAG_SAMEFIELDS : 0) < 0 || put_int_elem(&b, (int64_t)msd) < 0 ||
+        put_int_elem(&b, (int64_t)seqd) < 0 || (!same && put_int_elem(&b, npairs) < 0))
+        goto fail;
+    for (Py_ssize_t i = same ? 1 : 0; i < nitems; i += same ? 2 : 1) {
+        PyObject *item = PySequence_Fast_GET_ITEM(fields, i);
+        if (!PyBytes_Check(item)) {
+            PyErr_SetString(PyExc_TypeError, "fields must be bytes");
+            goto fail;
+        }
+        if (put_value_elem(&b, PyBytes_AS_STRING(item), (size_t)PyBytes_GET_SIZE(item)) < 0)
+            goto fail;
+    }
+    /* lp-count: the entry's elements before it (flags, two diffs, values; without
+     * samefields also the count and the fields). */
+    if (put_int_elem(&b, same ? npairs + 3 : 2 * npairs + 4) < 0 || buf_put(&b, "\xff", 1) < 0)
+        goto fail;
+    PyObject *result = PyBytes_FromStringAndSize(b.data, (Py_ssize_t)b.len);
+    PyMem_Free(b.data);
+    Py_DECREF(fields);
+    return result;
+fail:
+    PyMem_Free(b.data);
+    Py_DECREF(fields);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"encode_node", encode_node, METH_VARARGS, encode_node_doc},
+    {"entry_body", entry_body, METH_VARARGS, entry_body_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_native",
+    "The listpack loops of the bulk paths in C (see the comment at the top of _native.c).",
+    -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }

@@ -1,0 +1,29 @@
+"""The C build of the bulk paths' listpack loops (storage/_native.c), when there is one.
+
+``encode_node`` and ``entry_body`` are None when the extension was not built (no compiler
+at install time) or when XSTREAMD_PURE_PYTHON is set in the environment (1, yes, true):
+the callers then run the Python loops beside them, which give the same bytes. The tests
+compare the two."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+encode_node: Callable[..., Any] | None = None
+entry_body: Callable[..., bytes] | None = None
+
+if os.environ.get("XSTREAMD_PURE_PYTHON", "").lower() not in ("1", "yes", "true"):
+    try:
+        from storage import _native
+    except ImportError:
+        pass
+    else:
+        encode_node = _native.encode_node
+        entry_body = _native.entry_body
+
+
+def available() -> bool:
+    """The C loops are in use (INFO server's native_loops)."""
+    return encode_node is not None

@@ -1,0 +1,129 @@
+"""The C loops (storage/_native.c) against the Python ones they stand for: the same bytes for
+random stream nodes and entries, None (not a crash) for bytes that do not parse, and the
+Python loops alone when XSTREAMD_PURE_PYTHON is set."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from storage import native, stream_resp
+from storage.stream import Stream
+from storage.stream_node import enc_diff, encode_entry
+
+pytestmark = pytest.mark.skipif(not native.available(),
+                                reason="storage._native was not built (no C compiler)")
+
+# Values of every listpack encoding: ints of each width and their edges, texts that look
+# like ints but are not canonical, strings of 6-bit, 12-bit and 32-bit lengths.
+_VALUES = [b"0", b"-0", b"007", b"+5", b"-1", b"127", b"128", b"-4096", b"4095", b"4096",
+           b"-32768", b"32768", b"8388607", b"-8388609", b"2147483647", b"-2147483649",
+           b"9223372036854775807", b"9223372036854775808", b"-9223372036854775808",
+           b"-9223372036854775809", b"123456789012345678901", b"1e3", b" 1", b"", b"x" * 63,
+           b"x" * 64, b"y" * 125, b"y" * 126, b"z" * 4095, b"z" * 4096, b"w" * 20000]
+
+values = st.one_of(st.sampled_from(_VALUES), st.binary(max_size=80),
+                   st.integers(-2**63, 2**63 - 1).map(lambda v: b"%d" % v))
+
+
+def _python_body(ms_diff: int, seq_diff: int, fields: list[bytes], same: bool) -> bytes:
+    body, _count = encode_entry(fields, enc_diff(ms_diff), enc_diff(seq_diff), same)
+    return body + b"\xff"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-2**64, 2**64), st.integers(-2**64, 2**64),
+       st.lists(values, min_size=1, max_size=6), st.booleans())
+def test_entry_body_is_encode_entry(ms_diff: int, seq_diff: int, vals: list[bytes],
+                                    same: bool) -> None:
+    fields = [item for i, value in enumerate(vals) for item in (b"f%d" % i, value)]
+    assert native.entry_body(ms_diff, seq_diff, fields, same) == _python_body(
+        ms_diff, seq_diff, fields, same)
+
+
+def test_entry_body_refuses_what_append_refuses() -> None:
+    with pytest.raises(ValueError):
+        native.entry_body(0, 0, [b"odd"], True)
+    with pytest.raises(ValueError):
+        native.entry_body(0, 0, [], False)
+    with pytest.raises(TypeError):
+        native.entry_body(0, 0, [b"f", "not bytes"], False)
+
+
+def _random_stream(rng: random.Random) -> Stream:
+    """Nodes of up to 8 entries: master fields and others, deletions, IDs far apart (diffs
+    of every width, and past 2**63)."""
+    s = Stream()
+    ms = rng.choice([1, 2**40, 2**63 - 50, 2**64 - 10**6])
+    seq = 0
+    for _ in range(rng.randrange(1, 60)):
+        step = rng.choice([0, 1, 100, 5000, 2**20, 2**33])
+        ms += step
+        if ms >= 2**64:
+            break
+        seq = seq + 1 if not step else rng.choice([0, 0, 0, 2**64 - 100, 2**40])
+        if seq >= 2**64:
+            break
+        kind = rng.randrange(3)
+        if kind == 0:
+            fields = [b"a", rng.choice(_VALUES), b"b", rng.choice(_VALUES)]
+        elif kind == 1:
+            fields = [b"%d" % rng.randrange(-5, 5), rng.choice(_VALUES)]
+        else:
+            fields = [x for i in range(rng.randrange(1, 4)) for x in (b"k%d" % i,
+                                                                      rng.choice(_VALUES))]
+        s.append(fields, (ms, seq), True,
+                 max_bytes=0, max_entries=8)
+    ids = [entry_id for entry_id, _ in s.range((0, 0), (2**64 - 1, 2**64 - 1))]
+    for entry_id in rng.sample(ids, k=rng.randrange(len(ids) + 1) // 2):
+        s.delete(entry_id)
+    return s
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_encode_node_is_the_python_loop(seed: int) -> None:
+    s = _random_stream(random.Random(seed))
+    for key, node in s.rax.items():
+        expected = stream_resp.encode_node_python(node, key)
+        assert stream_resp.encode_node(node, key) == expected
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_encode_node_never_crashes_on_damaged_bytes(seed: int) -> None:
+    """Flipped, cut and lengthened bytes: the C loop returns None or an encoding, and
+    never reads past the buffer (a crash here would be the server's)."""
+    rng = random.Random(seed)
+    s = _random_stream(rng)
+    for key, node in s.rax.items():
+        names, _template, off = stream_resp.node_layout(node)
+        mms, mseq = stream_resp._unpack_key(key)
+        good = bytes(node.buf)
+        for _ in range(200):
+            bad = bytearray(good)
+            how = rng.randrange(3)
+            if how == 0:
+                for _ in range(rng.randrange(1, 4)):
+                    bad[rng.randrange(off, len(bad))] = rng.randrange(256)
+            elif how == 1:
+                del bad[rng.randrange(off, len(bad)):]
+                bad.append(0xFF)
+            else:
+                bad[-1:-1] = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 9)))
+            done = native.encode_node(bytes(bad), off, mms, mseq, names)
+            assert done is None or (type(done) is tuple and len(done) == 3)
+        for off_arg in (-1, len(good), len(good) + 10):
+            assert native.encode_node(good, off_arg, mms, mseq, names) is None
+
+
+def test_pure_python_setting_turns_the_c_loops_off() -> None:
+    code = "from storage import native; print(native.available())"
+    env = dict(os.environ, XSTREAMD_PURE_PYTHON="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "False"
