@@ -128,6 +128,7 @@ class Stream:
         "_rax",  # read through the rax property, which brings the tail's counts up to date
         "length",
         "last_id",
+        "top_is_last_id",  # the newest live entry's ID is last_id (see last_entry_id)
         "first_id",
         "max_deleted_entry_id",
         # entries_added - length: the entries deleted or trimmed since they were added, or
@@ -160,6 +161,9 @@ class Stream:
         self._rax = Rax()
         self.length = 0
         self.last_id: StreamID = MIN_ID
+        # True once XADD added the entry last_id; False once that entry may be gone or
+        # last_id moved past it (XDEL of it, XSETID, a load): last_entry_id then walks.
+        self.top_is_last_id = False
         self.first_id: StreamID = MIN_ID
         self.max_deleted_entry_id: StreamID = MIN_ID
         self._removed = 0
@@ -403,6 +407,7 @@ class Stream:
             return self._add_to_tail(tail, body, nbody, total, new)
         self.length += 1
         self.last_id = new
+        self.top_is_last_id = True
         return new
 
     def _add_to_tail(self, tail: StreamNode, body: bytes, nbody: int, total: int,
@@ -428,6 +433,7 @@ class Stream:
             self._catch_up()
         self.length += 1
         self.last_id = new
+        self.top_is_last_id = True
         return new
 
     def _new_node(self, new: StreamID, fields: list[bytes]) -> None:
@@ -462,6 +468,8 @@ class Stream:
         if found is None:
             return False
         key, lp, flags_off, _ = found
+        if id == self.last_id:
+            self.top_is_last_id = False
         buf = lp.buf
         buf[flags_off] |= FLAG_DELETED  # 7-bit uint element, same size
         count, off = decode_element(buf, HEADER_SIZE)
@@ -676,6 +684,8 @@ class Stream:
 
     def last_entry_id(self) -> StreamID | None:
         """ID of the last live entry, None when empty."""
+        if self.top_is_last_id and self.length:
+            return self.last_id
         last = self._collect(MIN_ID, MAX_ID, 1, True, False)
         return last[0][0] if last else None
 
@@ -788,6 +798,8 @@ class Stream:
         max_deleted: StreamID | None = None,
     ) -> None:
         """Raw setter for XSETID (the command layer validates)."""
+        if (last_id[0], last_id[1]) != self.last_id:
+            self.top_is_last_id = False
         self.last_id = (last_id[0], last_id[1])
         if entries_added is not None:
             self.entries_added = entries_added

@@ -119,6 +119,8 @@ def _walk(
             s._removed += count  # (entries_added stays)
             removed_total += count  # type: ignore[operator]
             item = _next_node(rax, key)
+            if item is None:  # (the last node: the newest entry went with it)
+                s.top_is_last_id = False
             continue
         if approx and not eligible:
             break
@@ -213,6 +215,8 @@ def _trim_node(
             if on_delete is not None:
                 on_delete(eid)
             buf[flags_off] = flags | FLAG_DELETED  # 7-bit uint element, same size
+            if eid == s.last_id:
+                s.top_is_last_id = False
             removed += 1
             s.length -= 1
             s._removed += 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -1239,3 +1241,31 @@ def test_nodes_byte_identical_to_redis(redis_ref) -> None:  # type: ignore[no-un
         for k, v in saved.items():
             r.config_set(k, v)
         r.close()
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_last_entry_id_follows_deletes_trims_and_setid(seed: int) -> None:
+    """last_entry_id answers from last_id while XADD's entry is known to be the newest live
+    one (top_is_last_id), and walks otherwise: both agree through XDEL of the newest entry,
+    XSETID past it, trims that skip entries they may not delete, and emptying."""
+    rng = random.Random(seed)
+    s = Stream()
+    ms = 0
+    for _ in range(300):
+        op = rng.random()
+        if op < 0.6:
+            ms += rng.randrange(1, 3)
+            s.append([b"f", b"%d" % ms], (ms, 0), True, max_entries=rng.choice([2, 5, 100]))
+        elif op < 0.75 and s.length:
+            s.delete(rng.choice([s.last_id, (rng.randrange(ms + 1), 0)]))
+        elif op < 0.8:
+            ms += 3
+            s.set_id((ms, 0))
+        elif op < 0.95:
+            keep = frozenset((rng.randrange(ms + 1), 0) for _ in range(5))
+            s.trim("maxlen", rng.randrange(4),
+                   can_delete=keep.__contains__ if rng.random() < 0.5 else None)
+        else:
+            s.trim("maxlen", 0)
+        walked = s._collect(MIN_ID, MAX_ID, 1, True, False)
+        assert s.last_entry_id() == (walked[0][0] if walked else None)
