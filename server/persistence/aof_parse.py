@@ -19,6 +19,7 @@ from collections.abc import Iterator
 import hiredis
 
 from protocol.encoder import ARRAY_LINES, BULK_LINES, CRLF, encode_command
+from storage import native
 
 _MAX_LEN_DIGITS = 20
 
@@ -120,10 +121,10 @@ def iter_batches(data: bytes | mmap.mmap,
         if cmds:
             # (only non-empty lists can be commands; their elements are checked by the
             # comparison: anything but bytes is written back as text the file does not hold)
-            run = _canonical(cmds) if set(map(type, cmds)) == {list} and all(cmds) else b""
-            if run and data[pos:pos + len(run)] == run:
-                yield pos, cmds, pos + len(run)
-                pos += len(run)
+            stop = _frames_end(data, pos, cmds)
+            if stop > pos:
+                yield pos, cmds, stop
+                pos = stop
             else:
                 broken = True
         if broken:  # the strict rules, one command at a time, to the end of what was fed
@@ -136,6 +137,22 @@ def iter_batches(data: bytes | mmap.mmap,
                 pos = n
             reader = hiredis.Reader()
             fed = pos
+
+
+def _frames_end(data: bytes | mmap.mmap, pos: int, cmds: list[list[bytes]]) -> int:
+    """Where cmds end if data holds, from pos, exactly their encoding (encode_command's:
+    anything else hiredis accepts is read by the strict rules); -1 if it does not. The C
+    loop when it is built (storage/native.py), else _canonical and a comparison."""
+    if all(cmds):  # (only non-empty lists can be commands)
+        if native.frames_end is not None:
+            return native.frames_end(data, pos, cmds)
+        # (the comparison checks the elements: anything but bytes is written back as text
+        # the file does not hold)
+        if set(map(type, cmds)) == {list}:
+            run = _canonical(cmds)
+            if data[pos:pos + len(run)] == run:
+                return pos + len(run)
+    return -1
 
 
 def _canonical(cmds: list[list[bytes]]) -> bytes:
