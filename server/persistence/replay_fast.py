@@ -55,14 +55,20 @@ def replay_xadd(client: Client, argv: list[bytes]) -> bool:
         return False
     server.command_time_ns = time.time_ns()
     key = argv[1]
-    db.get(key)  # (the lookup's touch of the key's access time)
+    access = db.access  # Database.get's touch of the key's access time, inlined
+    if access.touching and not access.lfu:
+        stream.lru = access.lru_clock
+    else:
+        access.touch(stream)
     fields = argv[3:]
     stream.append(fields, new, True, None, server.stream_node_max_bytes,
                   server.stream_node_max_entries)
-    server.notify(notify.STREAM, b"xadd", key, db.id)
+    if server.notify_flags:
+        server.notify(notify.STREAM, b"xadd", key, db.id)
     if server.propagate_hooks or server.propagate_batch is not None:
         server.propagate(db, [b"XADD", key, format_id(new), *fields])
     else:
         server.dirty += 1  # (all that propagate() does then)
-    server.key_changed(db, key)
+    if server.watched_keys or server.blocking.blocking_keys or server.tracking_active:
+        server.key_changed(db, key)  # (key_changed's own tests, inlined)
     return True
