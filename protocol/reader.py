@@ -24,10 +24,11 @@ Parsing happens in get_commands(), so limits that depend on how much is buffered
 header and inline limits) see everything fed since the previous call, as Redis sees one read.
 
 This module is the public entry point. It holds make_reader(), HiredisRequestReader and the
-checks that hiredis read a batch as Redis would (_hiredis_span, _has_suspect, _canonical_size,
-_all_canonical). The interface (RequestReader), the limits, the Python rules (_RespParser,
-which both readers extend) and PythonRequestReader live in protocol.python_reader and are
-re-exported here; protocol.python_reader imports nothing from this module.
+checks that hiredis read a batch as Redis would (_hiredis_span, and protocol/native.py's
+frames_end in C or, where it was not built, _has_suspect, _canonical_size, _all_canonical).
+The interface (RequestReader), the limits, the Python rules (_RespParser, which both readers
+extend) and PythonRequestReader live in protocol.python_reader and are re-exported here;
+protocol.python_reader imports nothing from this module.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from itertools import chain
 
 import hiredis
 
+from protocol import native
 from protocol.errors import ProtocolError
 from protocol.python_reader import (
     _DOLLAR,
@@ -84,6 +86,11 @@ _ITEM_SIZE = [n + 5 + digits for digits, low, high in ((1, 0, 10), (2, 10, 100),
                                                        (4, 1000, 8192)) for n in range(low, high)]
 _HEADER_SIZE = [3 + len(str(n)) for n in range(1024)]
 _JOIN = b"".join
+# The C check that hiredis's commands are the frames' exact bytes, or None (protocol/native.py).
+_frames_end = native.frames_end
+# direct() takes it for reads longer than this: on a command or two, the size sum below is
+# exact and costs less than the call (instructions counted by bench/bench_instructions.py).
+_C_CHECK_FROM = 512
 
 
 def make_reader(
@@ -182,6 +189,18 @@ class HiredisRequestReader(_RespParser):
         hr = self._fast_hr
         hr.feed(data)
         cmds = []
+        if n > _C_CHECK_FROM and _frames_end is not None:
+            # The C check (protocol/native.py): the frames compared in place.
+            try:
+                while (cmd := hr.gets()) is not False:
+                    cmds.append(cmd)
+            except Exception:  # hiredis.ProtocolError: the general path (Redis's error)
+                return self._drop_direct_reader()
+            # Every frame canonical and complete (a partial one after them ends short of
+            # the data), none of them "*0" (the general path skips those).
+            if not cmds or _frames_end(data, 0, cmds) != n or not all(cmds):
+                return self._drop_direct_reader()
+            return cmds
         # The frames' canonical size counting one length digit per argument: exact when every
         # argument is shorter than 10 bytes, less otherwise. Canonical frames that hiredis read
         # take no more than the data, so reaching its size proves they fill it.
@@ -247,20 +266,26 @@ class HiredisRequestReader(_RespParser):
             broken = True
         if not cmds:
             return True  # nothing read; the Python rules take the next frame
-        # Only lists of bytes can be Redis commands ('*' arrays of '$' strings). Exact type
-        # checks also reject hiredis's PushNotification ('>') and every other RESP3 type
-        # except the ones _SUSPECT_BYTES start.
-        if set(map(type, cmds)) != {list}:
-            return False
-        if not {bytes}.issuperset(map(type, chain.from_iterable(cmds))):
-            return False
-        # Where the frames end if they are canonical (checked next). hiredis's has_data()
-        # cannot tell: it is false when the buffer ends exactly between two elements of an
-        # unfinished array. A reader holding part of a reply would resume mid-frame later.
-        used = _canonical_size(cmds)
-        end = pos + used
-        if _has_suspect(buf, pos, end) and not _all_canonical(buf, pos, cmds):
-            return False
+        if _frames_end is not None:  # the C check (protocol/native.py): the frames, in place
+            end = _frames_end(buf, pos, cmds)
+            if end < 0:
+                return False
+            used = end - pos
+        else:
+            # Only lists of bytes can be Redis commands ('*' arrays of '$' strings). Exact
+            # type checks also reject hiredis's PushNotification ('>') and every other RESP3
+            # type except the ones _SUSPECT_BYTES start.
+            if set(map(type, cmds)) != {list}:
+                return False
+            if not {bytes}.issuperset(map(type, chain.from_iterable(cmds))):
+                return False
+            # Where the frames end if they are canonical (checked next). hiredis's has_data()
+            # cannot tell: it is false when the buffer ends exactly between two elements of
+            # an unfinished array. A reader holding part of a reply would resume mid-frame.
+            used = _canonical_size(cmds)
+            end = pos + used
+            if _has_suspect(buf, pos, end) and not _all_canonical(buf, pos, cmds):
+                return False
         # Limits: only a large enough batch can hold an argument or a frame over a limit.
         limit = self._max_bulk
         if used > limit and max(map(len, chain.from_iterable(cmds))) > limit:

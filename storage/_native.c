@@ -2,10 +2,8 @@
  *
  * How it works. Two loops run once per stream entry on the bulk paths: turning a node's
  * entries into RESP on their first read (stream_resp.encode_node), and encoding an XADD's
- * values as listpack elements (Stream.append). A third runs once per argument when the AOF
- * is loaded: checking that the commands hiredis read are the file's bytes exactly
- * (aof_parse.iter_batches). Each is written in Python beside its caller and gives the same
- * answer; this module is an optional build of the same functions.
+ * values as listpack elements (Stream.append). Both are written in Python beside their
+ * callers and give the same bytes; this module is an optional build of the same functions.
  * storage/native.py imports it when it was built and XSTREAMD_PURE_PYTHON is unset, and
  * the tests run both and compare their output.
  *
@@ -482,65 +480,7 @@ fail:
     return NULL;
 }
 
-/* -- RESP frames ------------------------------------------------------------------------------ */
-
-/* "<c><n>\r\n" at p[*off] exactly (no sign, no leading zero); advances *off. */
-static int match_header(const uint8_t *p, size_t end, size_t *off, char c, size_t n) {
-    char line[24];
-    line[0] = c;
-    size_t k = 1 + u64_text(n, line + 1);
-    line[k++] = '\r';
-    line[k++] = '\n';
-    if (*off + k > end || memcmp(p + *off, line, k) != 0)
-        return 0;
-    *off += k;
-    return 1;
-}
-
-PyDoc_STRVAR(frames_end_doc,
-"frames_end(buf, pos, commands) -> int\n\n"
-"Where the commands end in buf if buf holds, from pos, exactly their RESP as encode_command\n"
-"writes it (a '*' array of '$' bulk strings each, lengths in plain decimal); -1 if it does\n"
-"not, or if a command is not a list of bytes.");
-
-static PyObject *frames_end(PyObject *self, PyObject *args) {
-    Py_buffer view;
-    Py_ssize_t pos;
-    PyObject *cmds;
-    if (!PyArg_ParseTuple(args, "y*nO!", &view, &pos, &PyList_Type, &cmds))
-        return NULL;
-    const uint8_t *p = view.buf;
-    size_t end = (size_t)view.len, off = (size_t)pos;
-    Py_ssize_t result = -1;
-    if (pos < 0 || off > end)
-        goto done;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(cmds); i++) {
-        PyObject *cmd = PyList_GET_ITEM(cmds, i);
-        if (!PyList_Check(cmd))
-            goto done;
-        Py_ssize_t argc = PyList_GET_SIZE(cmd);
-        if (!match_header(p, end, &off, '*', (size_t)argc))
-            goto done;
-        for (Py_ssize_t j = 0; j < argc; j++) {
-            PyObject *arg = PyList_GET_ITEM(cmd, j);
-            if (!PyBytes_Check(arg))
-                goto done;
-            size_t n = (size_t)PyBytes_GET_SIZE(arg);
-            if (!match_header(p, end, &off, '$', n) || off + n + 2 > end ||
-                memcmp(p + off, PyBytes_AS_STRING(arg), n) != 0 || p[off + n] != '\r' ||
-                p[off + n + 1] != '\n')
-                goto done;
-            off += n + 2;
-        }
-    }
-    result = (Py_ssize_t)off;
-done:
-    PyBuffer_Release(&view);
-    return PyLong_FromSsize_t(result);
-}
-
 static PyMethodDef methods[] = {
-    {"frames_end", frames_end, METH_VARARGS, frames_end_doc},
     {"encode_node", encode_node, METH_VARARGS, encode_node_doc},
     {"entry_body", entry_body, METH_VARARGS, entry_body_doc},
     {NULL, NULL, 0, NULL},

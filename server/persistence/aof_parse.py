@@ -18,8 +18,8 @@ from collections.abc import Iterator
 
 import hiredis
 
+from protocol import native
 from protocol.encoder import ARRAY_LINES, BULK_LINES, CRLF, encode_command
-from storage import native
 
 _MAX_LEN_DIGITS = 20
 
@@ -142,7 +142,7 @@ def iter_batches(data: bytes | mmap.mmap,
 def _frames_end(data: bytes | mmap.mmap, pos: int, cmds: list[list[bytes]]) -> int:
     """Where cmds end if data holds, from pos, exactly their encoding (encode_command's:
     anything else hiredis accepts is read by the strict rules); -1 if it does not. The C
-    loop when it is built (storage/native.py), else _canonical and a comparison."""
+    loop when it is built (protocol/native.py), else _canonical and a comparison."""
     if all(cmds):  # (only non-empty lists can be commands)
         if native.frames_end is not None:
             return native.frames_end(data, pos, cmds)

@@ -1,7 +1,7 @@
 """aof_parse.iter_batches reads exactly what the strict reader iter_commands reads: the same
 commands at the same offsets, and the same error (kind and offset) for bad framing, a
 truncated end, annotations and every form hiredis would accept but the strict rules refuse;
-with the check that a run of commands is the file's bytes in C (storage/native.py) and in
+with the check that a run of commands is the file's bytes in C (protocol/native.py) and in
 Python."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import random
 
 import pytest
 
+from protocol import native
 from protocol.encoder import encode_command
 from server.persistence.aof_parse import (
     AofFormatError,
@@ -18,7 +19,6 @@ from server.persistence.aof_parse import (
     iter_commands,
     offsets,
 )
-from storage import native
 
 
 @pytest.fixture(autouse=True, params=["c", "python"])
@@ -26,7 +26,7 @@ def _check_loop(request, monkeypatch) -> None:
     if request.param == "python":
         monkeypatch.setattr(native, "frames_end", None)
     elif native.frames_end is None:
-        pytest.skip("storage._native was not built")
+        pytest.skip("protocol._native was not built")
 
 
 def _strict(data: bytes) -> tuple[list, tuple | None]:

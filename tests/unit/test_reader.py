@@ -35,6 +35,16 @@ def impl(request: pytest.FixtureRequest) -> type[RequestReader]:
     return request.param
 
 
+@pytest.fixture(autouse=True, params=["c-check", "python-checks"])
+def _frame_check(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test twice: the hiredis reader's check of its frames in C (protocol/native.py)
+    and in Python."""
+    if request.param == "python-checks":
+        monkeypatch.setattr(reader_mod, "_frames_end", None)
+    elif reader_mod._frames_end is None:
+        pytest.skip("protocol._native was not built")
+
+
 def enc(*argv: bytes) -> bytes:
     return b"*%d\r\n" % len(argv) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in argv)
 

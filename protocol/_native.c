@@ -1,0 +1,96 @@
+/* protocol._native: the check that RESP commands read by hiredis are, byte for byte, the
+ * frames they came from, in C.
+ *
+ * How it works. hiredis reads RESP faster than any Python loop, but it accepts forms Redis
+ * does not (other types where bulk strings belong, lengths with leading zeros, ...). So the
+ * request reader (protocol/reader.py) and the AOF loader (server/persistence/aof_parse.py)
+ * keep what hiredis read only where the bytes are exactly the canonical encoding of those
+ * commands, and the Python rules read the rest. frames_end compares in place, with no copy:
+ * the per-argument part of every pipelined command's reading. protocol/native.py imports it
+ * when it was built and XSTREAMD_PURE_PYTHON is unset; both callers keep their Python
+ * checks as the fallback, and the tests run both.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Decimal text of v into out (at least 20 bytes); returns its length. */
+static size_t u64_text(uint64_t v, char *out) {
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+/* "<c><n>\r\n" at p[*off] exactly (no sign, no leading zero); advances *off. */
+static int match_header(const uint8_t *p, size_t end, size_t *off, char c, size_t n) {
+    char line[24];
+    line[0] = c;
+    size_t k = 1 + u64_text(n, line + 1);
+    line[k++] = '\r';
+    line[k++] = '\n';
+    if (*off + k > end || memcmp(p + *off, line, k) != 0)
+        return 0;
+    *off += k;
+    return 1;
+}
+
+PyDoc_STRVAR(frames_end_doc,
+"frames_end(buf, pos, commands) -> int\n\n"
+"Where the commands end in buf if buf holds, from pos, exactly their RESP as encode_command\n"
+"writes it (a '*' array of '$' bulk strings each, lengths in plain decimal; an empty list is\n"
+"'*0'); -1 if it does not, or if a command is not a list of bytes.");
+
+static PyObject *frames_end(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t pos;
+    PyObject *cmds;
+    if (!PyArg_ParseTuple(args, "y*nO!", &view, &pos, &PyList_Type, &cmds))
+        return NULL;
+    const uint8_t *p = view.buf;
+    size_t end = (size_t)view.len, off = (size_t)pos;
+    Py_ssize_t result = -1;
+    if (pos < 0 || off > end)
+        goto done;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(cmds); i++) {
+        PyObject *cmd = PyList_GET_ITEM(cmds, i);
+        if (!PyList_Check(cmd))
+            goto done;
+        Py_ssize_t argc = PyList_GET_SIZE(cmd);
+        if (!match_header(p, end, &off, '*', (size_t)argc))
+            goto done;
+        for (Py_ssize_t j = 0; j < argc; j++) {
+            PyObject *arg = PyList_GET_ITEM(cmd, j);
+            if (!PyBytes_Check(arg))
+                goto done;
+            size_t n = (size_t)PyBytes_GET_SIZE(arg);
+            if (!match_header(p, end, &off, '$', n) || off + n + 2 > end ||
+                memcmp(p + off, PyBytes_AS_STRING(arg), n) != 0 || p[off + n] != '\r' ||
+                p[off + n + 1] != '\n')
+                goto done;
+            off += n + 2;
+        }
+    }
+    result = (Py_ssize_t)off;
+done:
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(result);
+}
+
+static PyMethodDef methods[] = {
+    {"frames_end", frames_end, METH_VARARGS, frames_end_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_native",
+    "RESP frames checked in C (see the comment at the top of _native.c).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }

@@ -1,0 +1,21 @@
+"""The C build of the RESP frame check (protocol/_native.c), when there is one.
+
+``frames_end`` is None when the extension was not built (no compiler at install time) or
+when XSTREAMD_PURE_PYTHON is set in the environment (1, yes, true): the callers then run
+their Python checks, which give the same answers. The tests compare the two."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+frames_end: Callable[[Any, int, list[list[bytes]]], int] | None = None
+
+if os.environ.get("XSTREAMD_PURE_PYTHON", "").lower() not in ("1", "yes", "true"):
+    try:
+        from protocol import _native
+    except ImportError:
+        pass
+    else:
+        frames_end = _native.frames_end
