@@ -95,6 +95,13 @@ class CommandSpec:
     # for client-side caching (server/tracking.py).
     tracks_reads: bool = False
     allow_busy: bool = False  # runs while a script is busy (CMD_ALLOW_BUSY)
+    # run_commands' way for a read that starts with a run of this command (a pipeline):
+    # pipelined(client, spec, commands) runs commands[0] and as many of those after it as it
+    # takes the same way, each with its reply in client.out and its statistics, and returns
+    # how many it ran (0: none; they then go the usual way). It is asked only where nothing
+    # would differ per command: the fast path's conditions, no MONITOR, no CLIENT REPLY
+    # setting.
+    pipelined: Callable[[Client, CommandSpec, list[list[bytes]]], int] | None = None
 
     def __post_init__(self) -> None:
         self.may_refuse = self.is_write or self.denyoom
@@ -284,6 +291,17 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
         return
     server = client.server
     try:
+        if len(commands) > 1:  # a pipeline: it may start with a run its command takes whole
+            argv = commands[0]
+            spec = _BY_SENT_NAME.get(argv[0])
+            if (spec is not None and spec.pipelined is not None and client.authenticated
+                    and client.multi is None and not client.checked_path
+                    and not client.reply_flags and not server.monitors
+                    and not (server.maxmemory or server.refusal_checks)
+                    and spec.arity_ok(len(argv))):
+                ran = spec.pipelined(client, spec, commands)
+                if ran:
+                    commands = commands[ran:]
         for argv in commands:
             spec = _BY_SENT_NAME.get(argv[0])
             if spec is not None and client.authenticated and not client.checked_path:

@@ -5,7 +5,9 @@ producer's retry with the ID of the entry it already added."""
 
 from __future__ import annotations
 
-from protocol.encoder import EMPTY_ARRAY, NULL_ARRAY, OK
+import time
+
+from protocol.encoder import BULK_HEADERS, CRLF, EMPTY_ARRAY, NULL_ARRAY, OK
 from server import notify
 from server.client import Client
 from server.commands import xinfo, xread  # noqa: F401 - register XREAD and XINFO
@@ -27,7 +29,7 @@ from server.commands.stream_args import (
     trim_effect_args,
 )
 from server.commands.xidmp import expire_records, track
-from server.dispatch import command
+from server.dispatch import COMMANDS, CommandSpec, command
 from server.errors import NO_SUCH_KEY, SYNTAX, CommandError, WrongTypeError, wrong_arity
 from server.parsing import eq
 from storage.idmp_hash import IdmpHashUnavailable, auto_iid
@@ -64,6 +66,7 @@ class _MsText:
 
 
 _ms_text = _MsText()
+_now_ns = time.time_ns
 _SEQ_SUFFIX = [b"-%d" % seq for seq in range(256)]  # "-0" ... "-255"
 
 
@@ -168,6 +171,81 @@ def xadd(client: Client, argv: list[bytes]) -> object:
         server.propagate(db, [*head, *trim_effect_args(stream, args), id_bytes, *fields])
     server.key_changed(db, key)  # WATCH, and wakes the clients blocked on the key
     return id_bytes
+
+
+def xadd_pipelined(client: Client, spec: CommandSpec, commands: list[list[bytes]]) -> int:
+    """run_commands' way for a pipeline of `XADD key * field value ...` to one stream (a
+    producer's batch; the Spark sink writes this way): the key looked up once, then each
+    entry appended, answered, propagated and timed as xadd's first branch does, and the key
+    signalled once at the end (WATCH, blocked readers and tracking see one change as they
+    would see several). Stops before the first command that is anything else (another key,
+    an option, one whose append fails), which goes the usual way; 0 when the first one is.
+    (commands[0] is known to be an XADD of the right arity, for a client that may run it.)
+    Not with keyspace notifications, which come per command, nor in a database with keys
+    that may expire."""
+    argv = commands[0]
+    if argv[2] != b"*" or not len(argv) & 1:
+        return 0
+    server = client.server
+    db = client.db
+    if server.notify_flags or db.expires:
+        return 0
+    key = argv[1]
+    stream = db.data.get(key)
+    if type(stream) is not Stream:  # (none yet: xadd creates it, and the next one comes here)
+        return 0
+    name = argv[0]
+    access = db.access
+    max_bytes = server.stream_node_max_bytes
+    max_entries = server.stream_node_max_entries
+    propagating = server.propagate_hooks
+    recent = spec.recent  # (command_stats.py)
+    notable_us = server.notable_us
+    out = client.out
+    end = len(commands)
+    j = 0
+    while j < end:
+        argv = commands[j]
+        argc = len(argv)
+        if argc < 5 or not argc & 1 or argv[2] != b"*" or argv[1] != key or argv[0] != name:
+            break
+        start = server.command_time_ns = _now_ns()
+        if access.touching and not access.lfu:  # Database.get's touch, as xadd makes it
+            stream.lru = access.lru_clock
+        else:
+            access.touch(stream)
+        try:
+            if argc == 5:
+                new_id = stream.append_pair(argv[3], argv[4], start // 1_000_000, max_bytes,
+                                            max_entries)
+            else:
+                new_id = stream.append(argv[3:], None, True, start // 1_000_000, max_bytes,
+                                       max_entries)
+        except Exception:  # (StreamError before any change: xadd gives the error)
+            break
+        ms, seq = new_id
+        if ms != _ms_text.ms:
+            _ms_text.ms = ms
+            _ms_text.text = b"%d" % ms
+        id_bytes = _ms_text.text + (_SEQ_SUFFIX[seq] if seq < 256 else b"-%d" % seq)
+        if propagating:
+            server.propagate(db, [b"XADD", key, id_bytes, *argv[3:]])
+        else:
+            server.dirty += 1
+        out.append(BULK_HEADERS[len(id_bytes)] + id_bytes + CRLF)
+        elapsed_us = (_now_ns() - start) // 1000
+        recent.append(elapsed_us)
+        if elapsed_us >= notable_us:
+            server.note_slow_command(client, spec, argv, elapsed_us, id_bytes)
+        j += 1
+    if j:
+        client.last_cmd = spec.fullname_bytes
+        if server.watched_keys or server.blocking.blocking_keys or server.tracking_active:
+            server.key_changed(db, key)
+    return j
+
+
+COMMANDS[b"xadd"].pipelined = xadd_pipelined
 
 
 def _idmp_key(args: TrimArgs, fields: list[bytes]) -> tuple[bytes, bytes]:

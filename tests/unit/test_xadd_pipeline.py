@@ -1,0 +1,124 @@
+"""A read that starts with a run of `XADD key * ...` is taken whole (stream_cmds.xadd_pipelined):
+the same replies, stream bytes, propagated commands, statistics and dirty counter as the same
+commands run one read at a time, for random pipelines that mix other keys, options, errors
+and other commands; and it steps aside where something differs per command."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Iterator
+
+import pytest
+
+from server.app import Server
+from server.client import Client
+from server.commands import stream_cmds
+from server.config import Config
+from server.dispatch import COMMANDS, run_commands
+from server.log import Logger
+from storage.stream import Stream
+
+
+def _server() -> tuple[Server, Client, list[tuple[int, list[bytes]]]]:
+    config = Config()
+    config.set_from_text("appendonly", "no")
+    config.set_from_text("stream-node-max-entries", "7")  # (runs cross node boundaries)
+    server = Server(config, Logger("nothing"))
+    server._before_sleep_scheduled = True  # (no event loop: nothing to schedule)
+    propagated: list[tuple[int, list[bytes]]] = []
+    server.propagate_hooks.append(lambda dbid, argv: propagated.append((dbid, list(argv))))
+    return server, Client(1, server, None), propagated
+
+
+@pytest.fixture
+def clocks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Both ways read the clock twice a command: one clock for each server, in step."""
+    def install() -> None:
+        clock = itertools.count(1_700_000_000_000_000_000, 250_000).__next__
+        monkeypatch.setattr(stream_cmds, "_now_ns", clock)
+        monkeypatch.setattr("server.dispatch._now_ns", clock)
+    yield install
+
+
+def _pipeline(rng: random.Random) -> list[list[bytes]]:
+    cmds: list[list[bytes]] = []
+    for _ in range(rng.randrange(1, 80)):
+        op = rng.random()
+        if op < 0.75:
+            n = rng.choice([1, 1, 2, 4])
+            fields = [x for i in range(n) for x in (b"f%d" % (i if rng.random() < 0.9 else 9),
+                                                     b"%d" % rng.randrange(-10**6, 10**6))]
+            cmds.append([b"XADD", b"s", b"*", *fields])
+        elif op < 0.8:
+            cmds.append([b"XADD", b"other", b"*", b"a", b"1"])
+        elif op < 0.84:
+            cmds.append([b"XADD", b"s", b"MAXLEN", b"5", b"*", b"t", b"x"])
+        elif op < 0.87:
+            cmds.append([b"XADD", b"s", b"*", b"odd"])  # wrong arity
+        elif op < 0.9:
+            cmds.append([b"XADD", b"str", b"*", b"f", b"v"])  # WRONGTYPE
+        elif op < 0.93:
+            cmds.append([b"xadd", b"s", b"*", b"lower", b"case"])
+        else:
+            cmds.append([b"XLEN", b"s"])
+    return cmds
+
+
+def _state(server: Server) -> tuple:
+    db = server.dbs[0]
+    streams = {key: (s.length, s.last_id, s.entries_added, [bytes(lp.buf) for _, lp in
+                                                            s.rax.items()])
+               for key, s in db.data.items() if type(s) is Stream}
+    return streams, server.dirty
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_pipeline_answers_as_its_commands_one_by_one(seed: int, clocks, monkeypatch) -> None:
+    rng = random.Random(seed)
+    runs = []
+    real = COMMANDS[b"xadd"].pipelined
+    assert real is not None
+
+    def counting(client, spec, commands) -> int:
+        ran = real(client, spec, commands)
+        runs.append(ran)
+        return ran
+
+    monkeypatch.setattr(COMMANDS[b"xadd"], "pipelined", counting)
+    setup = [[b"SET", b"str", b"v"], [b"XADD", b"s", b"*", b"f0", b"start"]]
+    pipeline = _pipeline(rng)
+    outcomes = []
+    for whole in (True, False):
+        clocks()
+        server, client, propagated = _server()
+        calls_before = COMMANDS[b"xadd"].calls
+        for argv in setup:
+            run_commands(client, [argv])
+        if whole:
+            run_commands(client, [list(argv) for argv in pipeline])
+        else:
+            for argv in pipeline:
+                run_commands(client, [list(argv)])
+        reply = b"".join(client.out)
+        outcomes.append((reply, _state(server), propagated,
+                         COMMANDS[b"xadd"].calls - calls_before))
+    assert outcomes[0] == outcomes[1]
+    if len(pipeline) > 1 and pipeline[0][:3] == [b"XADD", b"s", b"*"] and len(pipeline[0]) & 1:
+        assert runs and runs[0] >= 1  # the whole read started with a run it took
+
+
+def test_it_steps_aside_for_keyspace_events_monitors_and_new_keys(clocks) -> None:
+    clocks()
+    server, client, _ = _server()
+    spec = COMMANDS[b"xadd"]
+    pipeline = [[b"XADD", b"s", b"*", b"f", b"%d" % i] for i in range(3)]
+    assert spec.pipelined(client, spec, pipeline) == 0  # no stream yet: xadd creates it
+    run_commands(client, pipeline[:1])
+    server.notify_flags = 1
+    assert spec.pipelined(client, spec, pipeline) == 0
+    server.notify_flags = 0
+    assert spec.pipelined(client, spec, pipeline) == 3
+    assert spec.pipelined(client, spec, [[b"XADD", b"s", b"MAXLEN", b"1", b"*", b"f", b"v"],
+                                         *pipeline]) == 0
+    assert server.dbs[0].data[b"s"].length == 4
