@@ -423,6 +423,8 @@ static int put_value_elem(Buf *b, const char *s, size_t n) {
     return 0;
 }
 
+static int put_entry(Buf *b, uint64_t msd, uint64_t seqd, PyObject *fields, int same);
+
 PyDoc_STRVAR(entry_body_doc,
 "entry_body(ms_diff, seq_diff, fields, samefields) -> bytes\n\n"
 "stream_node.encode_entry's elements and the listpack's end byte: the entry's flags, its\n"
@@ -451,24 +453,12 @@ static PyObject *entry_body(PyObject *self, PyObject *args) {
                         "fields must be a non-empty flat list of field/value pairs");
         goto fail;
     }
-    Py_ssize_t npairs = nitems / 2;
-    if (buf_reserve(&b, 64) < 0)
-        goto fail;
-    if (put_int_elem(&b, same ? FLAG_SAMEFIELDS : 0) < 0 || put_int_elem(&b, (int64_t)msd) < 0 ||
-        put_int_elem(&b, (int64_t)seqd) < 0 || (!same && put_int_elem(&b, npairs) < 0))
-        goto fail;
-    for (Py_ssize_t i = same ? 1 : 0; i < nitems; i += same ? 2 : 1) {
-        PyObject *item = PySequence_Fast_GET_ITEM(fields, i);
-        if (!PyBytes_Check(item)) {
+    for (Py_ssize_t i = 0; i < nitems; i++)
+        if (!PyBytes_Check(PySequence_Fast_GET_ITEM(fields, i))) {
             PyErr_SetString(PyExc_TypeError, "fields must be bytes");
             goto fail;
         }
-        if (put_value_elem(&b, PyBytes_AS_STRING(item), (size_t)PyBytes_GET_SIZE(item)) < 0)
-            goto fail;
-    }
-    /* lp-count: the entry's elements before it (flags, two diffs, values; without
-     * samefields also the count and the fields). */
-    if (put_int_elem(&b, same ? npairs + 3 : 2 * npairs + 4) < 0 || buf_put(&b, "\xff", 1) < 0)
+    if (put_entry(&b, msd, seqd, fields, same) < 0 || buf_put(&b, "\xff", 1) < 0)
         goto fail;
     PyObject *result = PyBytes_FromStringAndSize(b.data, (Py_ssize_t)b.len);
     PyMem_Free(b.data);
@@ -480,7 +470,100 @@ fail:
     return NULL;
 }
 
+/* The entry's elements (entry_body's, without the end byte) into b; same: the fields are
+ * the master entry's (values only). */
+static int put_entry(Buf *b, uint64_t msd, uint64_t seqd, PyObject *fields, int same) {
+    Py_ssize_t nitems = PySequence_Fast_GET_SIZE(fields), npairs = nitems / 2;
+    if (put_int_elem(b, same ? FLAG_SAMEFIELDS : 0) < 0 || put_int_elem(b, (int64_t)msd) < 0 ||
+        put_int_elem(b, (int64_t)seqd) < 0 || (!same && put_int_elem(b, npairs) < 0))
+        return -1;
+    for (Py_ssize_t i = same ? 1 : 0; i < nitems; i += same ? 2 : 1) {
+        PyObject *item = PySequence_Fast_GET_ITEM(fields, i);
+        if (!PyBytes_Check(item)) {
+            PyErr_SetString(PyExc_TypeError, "fields must be bytes");
+            return -1;
+        }
+        if (put_value_elem(b, PyBytes_AS_STRING(item), (size_t)PyBytes_GET_SIZE(item)) < 0)
+            return -1;
+    }
+    return put_int_elem(b, same ? npairs + 3 : 2 * npairs + 4);
+}
+
+PyDoc_STRVAR(append_entry_doc,
+"append_entry(buf, ms_diff, seq_diff, fields, names, limit) -> int\n\n"
+"Stream.append's step for an entry that goes into the tail node buf (a bytearray ending\n"
+"with the listpack's end byte): -1, with buf unchanged, when len(buf) plus the fields'\n"
+"bytes reaches limit (the node is full); else the entry's elements (entry_body's, with\n"
+"SAMEFIELDS when the fields' names are names) replace the end byte, which follows them,\n"
+"and the count of elements added is returned. The header is left to the caller.");
+
+static PyObject *append_entry(PyObject *self, PyObject *args) {
+    PyObject *buf, *ms_obj, *seq_obj, *fields_arg, *names_arg;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "O!OOOOn", &PyByteArray_Type, &buf, &ms_obj, &seq_obj,
+                          &fields_arg, &names_arg, &limit))
+        return NULL;
+    unsigned long long msd = PyLong_AsUnsignedLongLongMask(ms_obj);
+    if (msd == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    unsigned long long seqd = PyLong_AsUnsignedLongLongMask(seq_obj);
+    if (seqd == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    PyObject *fields = PySequence_Fast(fields_arg, "fields must be a sequence");
+    if (fields == NULL)
+        return NULL;
+    PyObject *names = PySequence_Fast(names_arg, "names must be a sequence");
+    if (names == NULL) {
+        Py_DECREF(fields);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Buf b = {0};
+    Py_ssize_t nitems = PySequence_Fast_GET_SIZE(fields);
+    if (nitems < 2 || nitems & 1) {
+        PyErr_SetString(PyExc_ValueError,
+                        "fields must be a non-empty flat list of field/value pairs");
+        goto done;
+    }
+    Py_ssize_t elelen = 0;
+    for (Py_ssize_t i = 0; i < nitems; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(fields, i);
+        if (!PyBytes_Check(item)) {
+            PyErr_SetString(PyExc_TypeError, "fields must be bytes");
+            goto done;
+        }
+        elelen += PyBytes_GET_SIZE(item);
+    }
+    Py_ssize_t size = PyByteArray_GET_SIZE(buf);
+    if (size < 1 || size + elelen >= limit) {
+        result = PyLong_FromLong(-1);
+        goto done;
+    }
+    /* SAMEFIELDS when the names are the master entry's, in order. */
+    int same = PySequence_Fast_GET_SIZE(names) == nitems / 2;
+    for (Py_ssize_t i = 0; same && i < nitems / 2; i++) {
+        PyObject *field = PySequence_Fast_GET_ITEM(fields, 2 * i);
+        PyObject *name = PySequence_Fast_GET_ITEM(names, i);
+        if (!PyBytes_Check(name) || PyBytes_GET_SIZE(name) != PyBytes_GET_SIZE(field) ||
+            memcmp(PyBytes_AS_STRING(name), PyBytes_AS_STRING(field),
+                   (size_t)PyBytes_GET_SIZE(field)) != 0)
+            same = 0;
+    }
+    if (put_entry(&b, msd, seqd, fields, same) < 0 || buf_put(&b, "\xff", 1) < 0)
+        goto done;
+    if (PyByteArray_Resize(buf, size - 1 + (Py_ssize_t)b.len) < 0)
+        goto done;
+    memcpy(PyByteArray_AS_STRING(buf) + size - 1, b.data, b.len);
+    result = PyLong_FromSsize_t(same ? nitems / 2 + 4 : nitems + 5);
+done:
+    PyMem_Free(b.data);
+    Py_DECREF(fields);
+    Py_DECREF(names);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"append_entry", append_entry, METH_VARARGS, append_entry_doc},
     {"encode_node", encode_node, METH_VARARGS, encode_node_doc},
     {"entry_body", entry_body, METH_VARARGS, entry_body_doc},
     {NULL, NULL, 0, NULL},

@@ -71,8 +71,10 @@ from storage.stream_node import (
 from storage.stream_seek import MARK_EVERY, mark_bytes, seek_entry
 from storage.stream_trim import trim_stream
 
-# The C build of an entry's listpack elements, or None (storage/native.py).
+# The C build of an entry's listpack elements, and of its whole step into the tail node, or
+# None (storage/native.py).
 _entry_body = native.entry_body
+_append_entry = native.append_entry
 
 __all__ = [
     "MSG_EXHAUSTED",
@@ -347,6 +349,20 @@ class Stream:
         tail = self._tail
         if tail is None and self.length:
             tail = self._load_tail()
+        if tail is not None and _append_entry is not None:
+            # The C step (storage/native.py): the size test and the entry's bytes in one call;
+            # a full node (-1) takes the way below, which seals it.
+            total = self._tail_total
+            if not (max_entries and total >= max_entries):
+                master = self._tail_master
+                start = len(tail.buf) - 1  # (where the entry goes: the end byte's place)
+                limit = max_bytes if 0 < max_bytes <= MAX_NODE_BYTES else MAX_NODE_BYTES
+                nbody = _append_entry(tail.buf, new[0] - master[0], new[1] - master[1], fields,
+                                      self._tail_names, limit)
+                if nbody > 0:
+                    if not total % MARK_EVERY and tail.marks is not None:
+                        tail.marks += mark_bytes(start - node_layout(tail)[2])
+                    return self._tail_grew(nbody, total, new)
         nfields = len(fields)
         if tail is not None:
             buf = tail.buf
@@ -424,10 +440,16 @@ class Stream:
         # them written, so the node-full test sees the bytes Redis's does.
         del buf[-1]
         buf += body
+        return self._tail_grew(nbody, total, new)
+
+    def _tail_grew(self, nbody: int, total: int, new: StreamID) -> StreamID:
+        """The tail node took the entry `new` (its `nbody` elements); `total` is the node's
+        entries (live and deleted) before it. The header and the master count wait (see
+        _tail_behind)."""
         self._tail_nele += nbody
         self._tail_total = total + 1
         count = self._tail_count = self._tail_count + 1
-        if count < 128 and buf[HEADER_SIZE] < 0x80:
+        if count < 128 and self._tail.buf[HEADER_SIZE] < 0x80:  # type: ignore[union-attr]
             self._tail_behind = True
         else:
             self._catch_up()

@@ -127,3 +127,56 @@ def test_pure_python_setting_turns_the_c_loops_off() -> None:
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def _filled(ops: list) -> Stream:
+    s = Stream()
+    for fields, id_spec, now_ms, max_bytes, max_entries in ops:
+        s.append(list(fields), id_spec, True, now_ms, max_bytes, max_entries)
+    return s
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_append_builds_the_same_nodes_with_and_without_the_c_step(seed: int,
+                                                                   monkeypatch) -> None:
+    """Stream.append with append_entry (the size test and the entry in one C call) and with
+    the Python way: the same node bytes, counts and IDs, through full nodes (by bytes and by
+    entries), master fields and others, and every value encoding."""
+    rng = random.Random(seed)
+    ops = []
+    ms = 1
+    limits = rng.choice([(4096, 100), (0, 0), (300, 5), (120, 0), (4096, 3)])
+    for _ in range(rng.randrange(1, 200)):
+        step = rng.randrange(0, 3)
+        ms += step
+        names = rng.choice([[b"a"], [b"a", b"b"], [b"x", b"y", b"z"], [b"-7", b"8"]])
+        fields = [x for name in names for x in (name, rng.choice(_VALUES[:24]))]
+        explicit = (ms, 0) if step and rng.random() < 0.3 else None  # (above the last ID)
+        ops.append((fields, explicit, ms, *limits))
+    built = []
+    for c_step in (True, False):
+        if not c_step:
+            monkeypatch.setattr("storage.stream._append_entry", None)
+            monkeypatch.setattr("storage.stream._entry_body", None)
+        s = _filled(ops)
+        built.append(([(key, bytes(lp.buf)) for key, lp in s.rax.items()], s.length,
+                      s.last_id, s.range((0, 0), (2**64 - 1, 2**64 - 1))))
+    assert built[0] == built[1]
+    assert built[0][1] == len(ops)
+
+
+def test_append_entry_leaves_a_full_node_alone() -> None:
+    s = Stream()
+    s.append([b"f", b"v"], (1, 0))
+    node = next(iter(s.rax.items()))[1]
+    buf = node.buf
+    before = bytes(buf)
+    assert native.append_entry(buf, 0, 1, [b"f", b"x" * 100], [b"f"], len(buf) + 100) == -1
+    assert bytes(buf) == before
+    with pytest.raises(ValueError):
+        native.append_entry(buf, 0, 1, [b"f"], [b"f"], 10**6)
+    with pytest.raises(TypeError):
+        native.append_entry(buf, 0, 1, [b"f", 7], [b"f"], 10**6)
+    assert bytes(buf) == before
+    assert native.append_entry(buf, 0, 1, [b"f", b"x"], [b"f"], 10**6) == 5  # SAMEFIELDS
+    assert native.append_entry(buf, 0, 2, [b"g", b"x"], [b"f"], 10**6) == 7
