@@ -362,7 +362,18 @@ class Stream:
                 if nbody > 0:
                     if not total % MARK_EVERY and tail.marks is not None:
                         tail.marks += mark_bytes(start - node_layout(tail)[2])
-                    return self._tail_grew(nbody, total, new)
+                    # _tail_grew, inlined
+                    self._tail_nele += nbody
+                    self._tail_total = total + 1
+                    count = self._tail_count = self._tail_count + 1
+                    if count < 128 and tail.buf[HEADER_SIZE] < 0x80:
+                        self._tail_behind = True
+                    else:
+                        self._catch_up()
+                    self.length += 1
+                    self.last_id = new
+                    self.top_is_last_id = True
+                    return new
         nfields = len(fields)
         if tail is not None:
             buf = tail.buf

@@ -196,6 +196,11 @@ def xadd_pipelined(client: Client, spec: CommandSpec, commands: list[list[bytes]
         return 0
     name = argv[0]
     access = db.access
+    # Database.get's touch, as xadd makes it: the LRU clock does not move during the run, so
+    # once does for all; LFU counts each access.
+    lfu = not access.touching or access.lfu
+    if not lfu:
+        stream.lru = access.lru_clock
     max_bytes = server.stream_node_max_bytes
     max_entries = server.stream_node_max_entries
     propagating = server.propagate_hooks
@@ -204,15 +209,16 @@ def xadd_pipelined(client: Client, spec: CommandSpec, commands: list[list[bytes]
     out = client.out
     end = len(commands)
     j = 0
+    # One clock reading a command: where one ends the next starts (its time, and the end of
+    # the duration its statistics count).
+    now = _now_ns()
     while j < end:
         argv = commands[j]
         argc = len(argv)
         if argc < 5 or not argc & 1 or argv[2] != b"*" or argv[1] != key or argv[0] != name:
             break
-        start = server.command_time_ns = _now_ns()
-        if access.touching and not access.lfu:  # Database.get's touch, as xadd makes it
-            stream.lru = access.lru_clock
-        else:
+        start = server.command_time_ns = now
+        if lfu:
             access.touch(stream)
         try:
             if argc == 5:
@@ -230,15 +236,16 @@ def xadd_pipelined(client: Client, spec: CommandSpec, commands: list[list[bytes]
         id_bytes = _ms_text.text + (_SEQ_SUFFIX[seq] if seq < 256 else b"-%d" % seq)
         if propagating:
             server.propagate(db, [b"XADD", key, id_bytes, *argv[3:]])
-        else:
-            server.dirty += 1
         out.append(BULK_HEADERS[len(id_bytes)] + id_bytes + CRLF)
-        elapsed_us = (_now_ns() - start) // 1000
+        now = _now_ns()
+        elapsed_us = (now - start) // 1000
         recent.append(elapsed_us)
         if elapsed_us >= notable_us:
             server.note_slow_command(client, spec, argv, elapsed_us, id_bytes)
         j += 1
     if j:
+        if not propagating:
+            server.dirty += j  # (all that propagate() does without an AOF or replicas)
         client.last_cmd = spec.fullname_bytes
         if server.watched_keys or server.blocking.blocking_keys or server.tracking_active:
             server.key_changed(db, key)
