@@ -362,7 +362,7 @@ class Stream:
                 if nbody > 0:
                     if not total % MARK_EVERY and tail.marks is not None:
                         tail.marks += mark_bytes(start - node_layout(tail)[2])
-                    # _tail_grew, inlined
+                    # (_add_to_tail's bookkeeping)
                     self._tail_nele += nbody
                     self._tail_total = total + 1
                     count = self._tail_count = self._tail_count + 1
@@ -451,16 +451,10 @@ class Stream:
         # them written, so the node-full test sees the bytes Redis's does.
         del buf[-1]
         buf += body
-        return self._tail_grew(nbody, total, new)
-
-    def _tail_grew(self, nbody: int, total: int, new: StreamID) -> StreamID:
-        """The tail node took the entry `new` (its `nbody` elements); `total` is the node's
-        entries (live and deleted) before it. The header and the master count wait (see
-        _tail_behind)."""
         self._tail_nele += nbody
         self._tail_total = total + 1
         count = self._tail_count = self._tail_count + 1
-        if count < 128 and self._tail.buf[HEADER_SIZE] < 0x80:  # type: ignore[union-attr]
+        if count < 128 and buf[HEADER_SIZE] < 0x80:
             self._tail_behind = True
         else:
             self._catch_up()
