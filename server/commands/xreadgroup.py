@@ -47,7 +47,7 @@ from server.commands.stream_args import (
 from server.commands.xread import stream_map_reply
 from server.dispatch import command
 from server.errors import SYNTAX, CommandError
-from server.parsing import eq, is_canonical_int
+from server.parsing import is_canonical_int
 from storage.consumer_group import Consumer, ConsumerGroup, lookup_group
 from storage.stream import Stream
 from storage.stream_id import MAX_ID, StreamID, format_id, id_to_key, incr_id
@@ -93,31 +93,33 @@ def _parse_options(argv: list[bytes]) -> _Options:
     while i < argc:
         opt = argv[i]
         more = argc - 1 - i
-        if eq(opt, b"block") and more:
+        # (lowered once: the option words are short, and every command has several)
+        word = opt.lower() if len(opt) <= 8 else b""
+        if word == b"block" and more:
             i += 1
             opts.timeout = parse_block_timeout(argv[i], now_ms())
-        elif eq(opt, b"count") and more:
+        elif word == b"count" and more:
             i += 1
             opts.count = parse_count(argv[i])
-        elif eq(opt, b"maxcount") and more:
+        elif word == b"maxcount" and more:
             i += 1
             opts.budget.maxcount = parse_budget_value(argv[i])
-        elif eq(opt, b"maxsize") and more:
+        elif word == b"maxsize" and more:
             i += 1
             opts.budget.maxsize = parse_budget_value(argv[i])
-        elif eq(opt, b"streams") and more:
+        elif word == b"streams" and more:
             if (argc - i - 1) % 2:
                 raise CommandError(ERR_UNBALANCED)
             opts.first_key = i + 1
             break
-        elif eq(opt, b"group") and more >= 2:
+        elif word == b"group" and more >= 2:
             opts.group = argv[i + 1]
             opts.consumer = argv[i + 2]
             group_given = True
             i += 2
-        elif eq(opt, b"noack"):
+        elif word == b"noack":
             opts.noack = True
-        elif eq(opt, b"claim") and more:
+        elif word == b"claim" and more:
             i += 1
             if not is_canonical_int(argv[i]):
                 raise CommandError(ERR_CLAIM_NOT_INT)
