@@ -122,11 +122,12 @@ def test_encode_node_never_crashes_on_damaged_bytes(seed: int) -> None:
 
 
 def test_pure_python_setting_turns_the_c_loops_off() -> None:
-    code = "from storage import native; print(native.available())"
+    code = ("from storage import native; from protocol import native as resp; "
+            "print(native.available(), resp.frames_end)")
     env = dict(os.environ, XSTREAMD_PURE_PYTHON="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True).stdout
-    assert out.strip() == "False"
+    assert out.strip() == "False None"
 
 
 def _filled(ops: list) -> Stream:
