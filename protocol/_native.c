@@ -15,29 +15,24 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Decimal text of v into out (at least 20 bytes); returns its length. */
-static size_t u64_text(uint64_t v, char *out) {
-    char tmp[20];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (size_t i = 0; i < n; i++)
-        out[i] = tmp[n - 1 - i];
-    return n;
-}
-
 /* "<c><n>\r\n" at p[*off] exactly (no sign, no leading zero); advances *off. */
 static int match_header(const uint8_t *p, size_t end, size_t *off, char c, size_t n) {
-    char line[24];
-    line[0] = c;
-    size_t k = 1 + u64_text(n, line + 1);
-    line[k++] = '\r';
-    line[k++] = '\n';
-    if (*off + k > end || memcmp(p + *off, line, k) != 0)
+    size_t i = *off;
+    if (i >= end || p[i] != (uint8_t)c)
         return 0;
-    *off += k;
+    i++;
+    size_t start = i, value = 0;
+    while (i < end && p[i] >= '0' && p[i] <= '9') {
+        if (i - start >= 19) /* (longer than any length a list or bytes object has) */
+            return 0;
+        value = value * 10 + (size_t)(p[i] - '0');
+        i++;
+    }
+    /* Digits, none of them a leading zero, then CRLF: the decimal text of n and no other. */
+    if (i == start || (p[start] == '0' && i - start > 1) || value != n || i + 2 > end ||
+        p[i] != '\r' || p[i + 1] != '\n')
+        return 0;
+    *off = i + 2;
     return 1;
 }
 

@@ -425,6 +425,35 @@ static int put_value_elem(Buf *b, const char *s, size_t n) {
 
 static int put_entry(Buf *b, uint64_t msd, uint64_t seqd, PyObject *fields, int same);
 
+/* The ID's two differences from the master entry's, taken modulo 2**64 (the int64s Redis
+ * stores), and the fields as a fast sequence of at least one pair (a new reference). */
+static PyObject *entry_args(PyObject *ms_obj, PyObject *seq_obj, PyObject *fields_arg,
+                            uint64_t *msd, uint64_t *seqd) {
+    *msd = PyLong_AsUnsignedLongLongMask(ms_obj);
+    if (*msd == (uint64_t)-1 && PyErr_Occurred())
+        return NULL;
+    *seqd = PyLong_AsUnsignedLongLongMask(seq_obj);
+    if (*seqd == (uint64_t)-1 && PyErr_Occurred())
+        return NULL;
+    PyObject *fields = PySequence_Fast(fields_arg, "fields must be a sequence");
+    if (fields == NULL)
+        return NULL;
+    Py_ssize_t nitems = PySequence_Fast_GET_SIZE(fields);
+    if (nitems < 2 || nitems & 1) {
+        PyErr_SetString(PyExc_ValueError,
+                        "fields must be a non-empty flat list of field/value pairs");
+        Py_DECREF(fields);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nitems; i++)
+        if (!PyBytes_Check(PySequence_Fast_GET_ITEM(fields, i))) {
+            PyErr_SetString(PyExc_TypeError, "fields must be bytes");
+            Py_DECREF(fields);
+            return NULL;
+        }
+    return fields;
+}
+
 PyDoc_STRVAR(entry_body_doc,
 "entry_body(ms_diff, seq_diff, fields, samefields) -> bytes\n\n"
 "stream_node.encode_entry's elements and the listpack's end byte: the entry's flags, its\n"
@@ -437,37 +466,17 @@ static PyObject *entry_body(PyObject *self, PyObject *args) {
     int same;
     if (!PyArg_ParseTuple(args, "OOOp", &ms_obj, &seq_obj, &fields_arg, &same))
         return NULL;
-    unsigned long long msd = PyLong_AsUnsignedLongLongMask(ms_obj);
-    if (msd == (unsigned long long)-1 && PyErr_Occurred())
-        return NULL;
-    unsigned long long seqd = PyLong_AsUnsignedLongLongMask(seq_obj);
-    if (seqd == (unsigned long long)-1 && PyErr_Occurred())
-        return NULL;
-    PyObject *fields = PySequence_Fast(fields_arg, "fields must be a sequence");
+    uint64_t msd, seqd;
+    PyObject *fields = entry_args(ms_obj, seq_obj, fields_arg, &msd, &seqd);
     if (fields == NULL)
         return NULL;
-    Py_ssize_t nitems = PySequence_Fast_GET_SIZE(fields);
     Buf b = {0};
-    if (nitems < 2 || nitems & 1) {
-        PyErr_SetString(PyExc_ValueError,
-                        "fields must be a non-empty flat list of field/value pairs");
-        goto fail;
-    }
-    for (Py_ssize_t i = 0; i < nitems; i++)
-        if (!PyBytes_Check(PySequence_Fast_GET_ITEM(fields, i))) {
-            PyErr_SetString(PyExc_TypeError, "fields must be bytes");
-            goto fail;
-        }
-    if (put_entry(&b, msd, seqd, fields, same) < 0 || buf_put(&b, "\xff", 1) < 0)
-        goto fail;
-    PyObject *result = PyBytes_FromStringAndSize(b.data, (Py_ssize_t)b.len);
+    PyObject *result = NULL;
+    if (put_entry(&b, msd, seqd, fields, same) == 0 && buf_put(&b, "\xff", 1) == 0)
+        result = PyBytes_FromStringAndSize(b.data, (Py_ssize_t)b.len);
     PyMem_Free(b.data);
     Py_DECREF(fields);
     return result;
-fail:
-    PyMem_Free(b.data);
-    Py_DECREF(fields);
-    return NULL;
 }
 
 /* The entry's elements (entry_body's, without the end byte) into b; same: the fields are
@@ -503,13 +512,8 @@ static PyObject *append_entry(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!OOOOn", &PyByteArray_Type, &buf, &ms_obj, &seq_obj,
                           &fields_arg, &names_arg, &limit))
         return NULL;
-    unsigned long long msd = PyLong_AsUnsignedLongLongMask(ms_obj);
-    if (msd == (unsigned long long)-1 && PyErr_Occurred())
-        return NULL;
-    unsigned long long seqd = PyLong_AsUnsignedLongLongMask(seq_obj);
-    if (seqd == (unsigned long long)-1 && PyErr_Occurred())
-        return NULL;
-    PyObject *fields = PySequence_Fast(fields_arg, "fields must be a sequence");
+    uint64_t msd, seqd;
+    PyObject *fields = entry_args(ms_obj, seq_obj, fields_arg, &msd, &seqd);
     if (fields == NULL)
         return NULL;
     PyObject *names = PySequence_Fast(names_arg, "names must be a sequence");
@@ -520,20 +524,9 @@ static PyObject *append_entry(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     Buf b = {0};
     Py_ssize_t nitems = PySequence_Fast_GET_SIZE(fields);
-    if (nitems < 2 || nitems & 1) {
-        PyErr_SetString(PyExc_ValueError,
-                        "fields must be a non-empty flat list of field/value pairs");
-        goto done;
-    }
     Py_ssize_t elelen = 0;
-    for (Py_ssize_t i = 0; i < nitems; i++) {
-        PyObject *item = PySequence_Fast_GET_ITEM(fields, i);
-        if (!PyBytes_Check(item)) {
-            PyErr_SetString(PyExc_TypeError, "fields must be bytes");
-            goto done;
-        }
-        elelen += PyBytes_GET_SIZE(item);
-    }
+    for (Py_ssize_t i = 0; i < nitems; i++)
+        elelen += PyBytes_GET_SIZE(PySequence_Fast_GET_ITEM(fields, i));
     Py_ssize_t size = PyByteArray_GET_SIZE(buf);
     if (size < 1 || size + elelen >= limit) {
         result = PyLong_FromLong(-1);
