@@ -2,8 +2,8 @@
  *
  * How it works. Two loops run once per stream entry on the bulk paths: turning a node's
  * entries into RESP on their first read (stream_resp.encode_node), and encoding an XADD's
- * values as listpack elements (Stream.append). Both are written in Python beside their
- * callers and give the same bytes; this module is an optional build of the same functions.
+ * entry as listpack elements into the tail node (Stream.append). Both are written in Python
+ * beside their callers and give the same bytes; this module is an optional build of them.
  * storage/native.py imports it when it was built and XSTREAMD_PURE_PYTHON is unset, and
  * the tests run both and compare their output.
  *
@@ -423,8 +423,6 @@ static int put_value_elem(Buf *b, const char *s, size_t n) {
     return 0;
 }
 
-static int put_entry(Buf *b, uint64_t msd, uint64_t seqd, PyObject *fields, int same);
-
 /* The ID's two differences from the master entry's, taken modulo 2**64 (the int64s Redis
  * stores), and the fields as a fast sequence of at least one pair (a new reference). */
 static PyObject *entry_args(PyObject *ms_obj, PyObject *seq_obj, PyObject *fields_arg,
@@ -454,33 +452,9 @@ static PyObject *entry_args(PyObject *ms_obj, PyObject *seq_obj, PyObject *field
     return fields;
 }
 
-PyDoc_STRVAR(entry_body_doc,
-"entry_body(ms_diff, seq_diff, fields, samefields) -> bytes\n\n"
-"stream_node.encode_entry's elements and the listpack's end byte: the entry's flags, its\n"
-"ID's differences from the master entry (int64s, taken modulo 2**64), then the values of\n"
-"the flat [field, value, ...] list (with samefields) or their count and every field and\n"
-"value, then lp-count.");
-
-static PyObject *entry_body(PyObject *self, PyObject *args) {
-    PyObject *ms_obj, *seq_obj, *fields_arg;
-    int same;
-    if (!PyArg_ParseTuple(args, "OOOp", &ms_obj, &seq_obj, &fields_arg, &same))
-        return NULL;
-    uint64_t msd, seqd;
-    PyObject *fields = entry_args(ms_obj, seq_obj, fields_arg, &msd, &seqd);
-    if (fields == NULL)
-        return NULL;
-    Buf b = {0};
-    PyObject *result = NULL;
-    if (put_entry(&b, msd, seqd, fields, same) == 0 && buf_put(&b, "\xff", 1) == 0)
-        result = PyBytes_FromStringAndSize(b.data, (Py_ssize_t)b.len);
-    PyMem_Free(b.data);
-    Py_DECREF(fields);
-    return result;
-}
-
-/* The entry's elements (entry_body's, without the end byte) into b; same: the fields are
- * the master entry's (values only). */
+/* An entry's elements (stream_node.encode_entry's) into b: its flags, its ID's differences
+ * from the master entry, then with same (the fields are the master entry's) the values,
+ * else their count and every field and value, then lp-count. fields: bytes (entry_args). */
 static int put_entry(Buf *b, uint64_t msd, uint64_t seqd, PyObject *fields, int same) {
     Py_ssize_t nitems = PySequence_Fast_GET_SIZE(fields), npairs = nitems / 2;
     if (put_int_elem(b, same ? FLAG_SAMEFIELDS : 0) < 0 || put_int_elem(b, (int64_t)msd) < 0 ||
@@ -488,10 +462,6 @@ static int put_entry(Buf *b, uint64_t msd, uint64_t seqd, PyObject *fields, int 
         return -1;
     for (Py_ssize_t i = same ? 1 : 0; i < nitems; i += same ? 2 : 1) {
         PyObject *item = PySequence_Fast_GET_ITEM(fields, i);
-        if (!PyBytes_Check(item)) {
-            PyErr_SetString(PyExc_TypeError, "fields must be bytes");
-            return -1;
-        }
         if (put_value_elem(b, PyBytes_AS_STRING(item), (size_t)PyBytes_GET_SIZE(item)) < 0)
             return -1;
     }
@@ -502,7 +472,7 @@ PyDoc_STRVAR(append_entry_doc,
 "append_entry(buf, ms_diff, seq_diff, fields, names, limit) -> int\n\n"
 "Stream.append's step for an entry that goes into the tail node buf (a bytearray ending\n"
 "with the listpack's end byte): -1, with buf unchanged, when len(buf) plus the fields'\n"
-"bytes reaches limit (the node is full); else the entry's elements (entry_body's, with\n"
+"bytes reaches limit (the node is full); else the entry's elements (encode_entry's, with\n"
 "SAMEFIELDS when the fields' names are names) replace the end byte, which follows them,\n"
 "and the count of elements added is returned. The header is left to the caller.");
 
@@ -558,7 +528,6 @@ done:
 static PyMethodDef methods[] = {
     {"append_entry", append_entry, METH_VARARGS, append_entry_doc},
     {"encode_node", encode_node, METH_VARARGS, encode_node_doc},
-    {"entry_body", entry_body, METH_VARARGS, entry_body_doc},
     {NULL, NULL, 0, NULL},
 };
 

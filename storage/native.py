@@ -1,6 +1,6 @@
 """The C build of the bulk paths' listpack loops (storage/_native.c), when there is one.
 
-``encode_node``, ``entry_body`` and ``append_entry`` are None when the extension was not
+``encode_node`` and ``append_entry`` are None when the extension was not
 built (no compiler at install time) or when XSTREAMD_PURE_PYTHON is set in the environment
 (1, yes, true): the callers then run the Python loops beside them, which give the same
 bytes. The tests compare the two."""
@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 encode_node: Callable[..., Any] | None = None
-entry_body: Callable[..., bytes] | None = None
 append_entry: Callable[..., int] | None = None
 
 if os.environ.get("XSTREAMD_PURE_PYTHON", "").lower() not in ("1", "yes", "true"):
@@ -22,7 +21,6 @@ if os.environ.get("XSTREAMD_PURE_PYTHON", "").lower() not in ("1", "yes", "true"
         pass
     else:
         encode_node = _native.encode_node
-        entry_body = _native.entry_body
         append_entry = _native.append_entry
 
 

@@ -71,9 +71,7 @@ from storage.stream_node import (
 from storage.stream_seek import MARK_EVERY, mark_bytes, seek_entry
 from storage.stream_trim import trim_stream
 
-# The C build of an entry's listpack elements, and of its whole step into the tail node, or
-# None (storage/native.py).
-_entry_body = native.entry_body
+# The C build of an entry's step into the tail node, or None (storage/native.py).
 _append_entry = native.append_entry
 
 __all__ = [
@@ -404,17 +402,9 @@ class Stream:
             master = self._tail_master
             ms_diff = new[0] - master[0]
             seq_diff = new[1] - master[1]
-            names = self._tail_names
-            if _entry_body is not None:  # the C loop (storage/native.py): the same bytes
-                if not nfields & 1 and fields[0::2] == names:
-                    body = _entry_body(ms_diff, seq_diff, fields, True)
-                    nbody = (nfields >> 1) + 4
-                else:
-                    body = _entry_body(ms_diff, seq_diff, fields, False)
-                    nbody = nfields + 5
-                return self._add_to_tail(tail, body, nbody, total, new)
             ms_enc = int_cached(ms_diff) or enc_diff(ms_diff)
             seq_enc = int_cached(seq_diff) or enc_diff(seq_diff)
+            names = self._tail_names
             if not nfields & 1 and fields[0::2] == names:
                 # The master entry's fields (SAMEFIELDS): flags, diffs, the values (cached
                 # encodings if short), lp-count.

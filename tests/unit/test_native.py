@@ -32,28 +32,21 @@ values = st.one_of(st.sampled_from(_VALUES), st.binary(max_size=80),
                    st.integers(-2**63, 2**63 - 1).map(lambda v: b"%d" % v))
 
 
-def _python_body(ms_diff: int, seq_diff: int, fields: list[bytes], same: bool) -> bytes:
-    body, _count = encode_entry(fields, enc_diff(ms_diff), enc_diff(seq_diff), same)
-    return body + b"\xff"
-
-
 @settings(max_examples=300, deadline=None)
 @given(st.integers(-2**64, 2**64), st.integers(-2**64, 2**64),
        st.lists(values, min_size=1, max_size=6), st.booleans())
-def test_entry_body_is_encode_entry(ms_diff: int, seq_diff: int, vals: list[bytes],
-                                    same: bool) -> None:
+def test_append_entry_writes_encode_entry(ms_diff: int, seq_diff: int, vals: list[bytes],
+                                          master_fields: bool) -> None:
+    """The entry's elements, written in place of the end byte, are encode_entry's: with
+    SAMEFIELDS when the names are the master entry's, for every value encoding and ID
+    differences wrapped to int64 (past 2**63 both ways)."""
     fields = [item for i, value in enumerate(vals) for item in (b"f%d" % i, value)]
-    assert native.entry_body(ms_diff, seq_diff, fields, same) == _python_body(
-        ms_diff, seq_diff, fields, same)
-
-
-def test_entry_body_refuses_what_append_refuses() -> None:
-    with pytest.raises(ValueError):
-        native.entry_body(0, 0, [b"odd"], True)
-    with pytest.raises(ValueError):
-        native.entry_body(0, 0, [], False)
-    with pytest.raises(TypeError):
-        native.entry_body(0, 0, [b"f", "not bytes"], False)
+    names = fields[0::2] if master_fields else [b"other"]
+    buf = bytearray(b"head\xff")
+    count = native.append_entry(buf, ms_diff, seq_diff, fields, names, 10**9)
+    body, elements = encode_entry(fields, enc_diff(ms_diff), enc_diff(seq_diff), master_fields)
+    assert bytes(buf) == b"head" + body + b"\xff"
+    assert count == elements
 
 
 def _random_stream(rng: random.Random) -> Stream:
@@ -158,7 +151,6 @@ def test_append_builds_the_same_nodes_with_and_without_the_c_step(seed: int,
     for c_step in (True, False):
         if not c_step:
             monkeypatch.setattr("storage.stream._append_entry", None)
-            monkeypatch.setattr("storage.stream._entry_body", None)
         s = _filled(ops)
         built.append(([(key, bytes(lp.buf)) for key, lp in s.rax.items()], s.length,
                       s.last_id, s.range((0, 0), (2**64 - 1, 2**64 - 1))))
