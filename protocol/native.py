@@ -12,7 +12,14 @@ from typing import Any
 
 frames_end: Callable[[Any, int, list[list[bytes]]], int] | None = None
 
-if os.environ.get("XSTREAMD_PURE_PYTHON", "").lower() not in ("1", "yes", "true"):
+
+def c_wanted() -> bool:
+    """The C modules may be used: XSTREAMD_PURE_PYTHON (1, yes, true) turns them all off
+    (protocol's and storage's)."""
+    return os.environ.get("XSTREAMD_PURE_PYTHON", "").lower() not in ("1", "yes", "true")
+
+
+if c_wanted():
     try:
         from protocol import _native
     except ImportError:

@@ -7,14 +7,15 @@ bytes. The tests compare the two."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
+
+from protocol.native import c_wanted
 
 encode_node: Callable[..., Any] | None = None
 append_entry: Callable[..., int] | None = None
 
-if os.environ.get("XSTREAMD_PURE_PYTHON", "").lower() not in ("1", "yes", "true"):
+if c_wanted():
     try:
         from storage import _native
     except ImportError:
@@ -25,5 +26,5 @@ if os.environ.get("XSTREAMD_PURE_PYTHON", "").lower() not in ("1", "yes", "true"
 
 
 def available() -> bool:
-    """The C loops are in use (INFO server's native_loops)."""
+    """The C loops are in use (the start-up log says when they are not)."""
     return encode_node is not None
