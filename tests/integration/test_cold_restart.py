@@ -90,6 +90,14 @@ def _restart(server: ServerProcess, args: list[str], tmp_path: Path) -> ServerPr
     return ServerProcess(extra_args=args, workdir=str(tmp_path), port=server.port).start()
 
 
+def _kill_and_restart(server: ServerProcess, conn: Conn, args: list[str],
+                      tmp_path: Path) -> ServerProcess:
+    """kill -9 (its files stay as they are), then _restart."""
+    conn.close()
+    server.stop(kill=True, cleanup=False)
+    return _restart(server, args, tmp_path)
+
+
 def test_a_snapshot_refers_to_cold_nodes_and_a_restart_leaves_them_on_disk(
         tmp_path: Path) -> None:
     args = [*BASE, "--appendonly", "no", "--save", ""]
@@ -140,10 +148,7 @@ def test_segments_a_snapshot_refers_to_outlive_the_data(tmp_path: Path) -> None:
     assert conn.call("DEL", "orders") == b":1\r\n"
     assert _info(conn, "stream_cold_nodes") == 0
     assert _segments(tmp_path) >= saved_segments  # (dump.rdb refers to them)
-    conn.close()
-    server.stop(kill=True, cleanup=False)
-
-    server = _restart(server, args, tmp_path)
+    server = _kill_and_restart(server, conn, args, tmp_path)
     try:
         conn = Conn(server)
         assert conn.call("XRANGE", "orders", "-", "+") == _whole()
@@ -169,10 +174,7 @@ def test_an_aof_base_with_references_survives_kill_9(tmp_path: Path) -> None:
     _pipeline(conn, [["XADD", "orders", f"{i}-1", "n", str(i), "pad", "p" * 40]
                      for i in range(ENTRIES + 1, ENTRIES + 301)])
     assert conn.call("XDEL", "orders", "10-1") == b":1\r\n"
-    conn.close()
-    server.stop(kill=True, cleanup=False)
-
-    server = _restart(server, args, tmp_path)
+    server = _kill_and_restart(server, conn, args, tmp_path)
     try:
         conn = Conn(server)
         assert _info(conn, "stream_cold_nodes") > 20
@@ -333,9 +335,7 @@ def test_bgsave_refers_to_cold_nodes_and_pins_them(tmp_path: Path) -> None:
     saved = _segments(tmp_path)
     conn.call("XTRIM", "orders", "MAXLEN", "0")  # (the nodes go; the file still refers to them)
     assert _segments(tmp_path) >= saved
-    conn.close()
-    server.stop(kill=True, cleanup=False)
-    server = _restart(server, args, tmp_path)
+    server = _kill_and_restart(server, conn, args, tmp_path)
     try:
         conn = Conn(server)
         assert conn.call("XRANGE", "orders", "-", "+") == _whole()
