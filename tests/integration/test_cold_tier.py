@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ServerProcess
-from tests.resp import Conn
+from tests.resp import Conn, encode
 
 NODES = ["--stream-node-max-entries", "10", "--save", "", "--appendonly", "no"]
 
@@ -185,6 +185,43 @@ def test_kill_9_with_appendfsync_always_loses_nothing(tmp_path: Path) -> None:
         assert conn.call("XRANGE", "s", "2999", "+") == (
             b"*2\r\n*2\r\n$6\r\n2999-1\r\n*2\r\n$1\r\nn\r\n$4\r\n2999\r\n"
             b"*2\r\n$6\r\n3000-1\r\n*2\r\n$1\r\nn\r\n$4\r\n3000\r\n")
+        conn.close()
+    finally:
+        server.stop()
+
+
+def test_pipelined_xadd_runs_reach_the_aof_while_nodes_go_cold(tmp_path: Path) -> None:
+    """Pipelines of `XADD s *` (taken as runs, stream_cmds.xadd_pipelined) into a stream
+    whose sealed nodes go to disk between them: every reply an ID above the last, every
+    entry read back in order, and all of it back after kill -9 (each XADD reached the AOF
+    through the run's propagation)."""
+    args = ["--stream-node-max-entries", "50", "--appendonly", "yes", "--appendfsync", "always",
+            "--save", "", "--stream-hot-memory", "16kb"]
+    server = ServerProcess(extra_args=args, workdir=str(tmp_path)).start()
+    conn = Conn(server)
+    assert conn.call("XADD", "s", "*", "n", "0", "pad", "first").startswith(b"$")
+    ids = []
+    for batch in range(30):
+        conn.sock.sendall(b"".join(encode("XADD", "s", "*", "n", str(batch * 100 + i),
+                                          "pad", "p" * 30) for i in range(1, 101)))
+        for _ in range(100):
+            reply = conn.read()
+            ids.append(tuple(int(part) for part in reply.split(b"\r\n")[1].split(b"-")))
+        if batch == 10:
+            assert _wait_cold(conn, 10) >= 10  # (the next runs append beside cold nodes)
+    assert ids == sorted(set(ids))
+    whole = conn.call("XRANGE", "s", "-", "+")
+    assert whole.startswith(b"*3001\r\n")
+    assert whole.count(b"pad") == 3001 and whole.index(b"$4\r\n2999\r\n") < whole.index(
+        b"$4\r\n3000\r\n")
+    assert _wait_cold(conn, 40) >= 40
+    assert conn.call("XRANGE", "s", "-", "+") == whole  # (read back from the segments)
+    conn.close()
+    server.stop(kill=True, cleanup=False)
+    server = ServerProcess(extra_args=args, workdir=str(tmp_path), port=server.port).start()
+    try:
+        conn = Conn(server)
+        assert conn.call("XRANGE", "s", "-", "+") == whole
         conn.close()
     finally:
         server.stop()

@@ -46,6 +46,10 @@ def test_full_sync_then_live_writes(diskless: str) -> None:
             # Live writes of every kind, then the same again.
             p.xadd("s0", {"live": 1})
             p.xadd("s1", {"live": 2}, maxlen=50)
+            pipe = p.pipeline(transaction=False)  # (a run of XADD *, taken whole)
+            for i in range(400):
+                pipe.xadd("s0", {"piped": i, "pad": "p" * (i % 13)})
+            pipe.execute()
             p.xreadgroup("g1", "carol", {"s2": ">"}, count=3)
             p.xack("s2", "g1", *[e[0] for e in p.xrange("s2", count=4)])
             p.xgroup_createconsumer("s0", "g2", "dave")
