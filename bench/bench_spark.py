@@ -17,6 +17,9 @@ Fills one stream with N entries of three fields, then measures, in rows per seco
   pages through the batch's IDs on the driver);
 - connector batch write of N rows (pipelined XADD).
 
+The server started (unless ``--port``) keeps nothing on disk, whichever it is; ``--aof``
+turns the AOF on for it (fsync every second), so both are compared with the same work.
+
 This is a script, not a test: wall-clock numbers depend on the machine (2 shared cores
 here; Spark, its Python workers and the server compete for them). A warm-up read starts
 Spark's Python workers before anything is timed, and each figure is the best of
@@ -52,21 +55,24 @@ def free_port() -> int:
 
 
 @contextmanager
-def server(kind: str, port: int | None) -> Iterator[int]:
-    """Yield the port of a server: the given one, or a fresh redis-server/xstreamd."""
+def server(kind: str, port: int | None, aof: bool = False) -> Iterator[int]:
+    """Yield the port of a server: the given one, or a fresh redis-server/xstreamd, both
+    with the same persistence: none, or with ``aof`` the AOF (fsync every second) alone."""
     if port is not None:
         yield port
         return
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="bench-spark-")
+    persistence = ["--save", "", "--appendonly", "yes" if aof else "no",
+                   "--appendfsync", "everysec"]
     if kind == "redis":
         exe = shutil.which("redis-server")
         if exe is None:
             raise SystemExit("redis-server is not installed")
-        cmd = [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
-               "no", "--dir", workdir]
+        cmd = [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", workdir, *persistence]
     else:
-        cmd = [sys.executable, "-m", "server", "--port", str(port), "--dir", workdir]
+        cmd = [sys.executable, "-m", "server", "--port", str(port), "--dir", workdir,
+               *persistence]
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=subprocess.DEVNULL)
     try:
@@ -156,73 +162,76 @@ def main() -> int:
     parser.add_argument("--port", type=int, help="use a running server on this port")
     parser.add_argument("--read-count", type=int, default=2000, help="XRANGE COUNT")
     parser.add_argument("--repeat", type=int, default=2, help="runs per measurement (best)")
+    parser.add_argument("--aof", action="store_true",
+                        help="start the server with the AOF on (default: no persistence)")
     parser.add_argument("--skip-write", action="store_true")
+    parser.add_argument("--write-only", action="store_true",
+                        help="only the batch write (the stream is not filled or read)")
     args = parser.parse_args()
     n = args.entries
     results: list[tuple[str, int, float]] = []
 
-    with server(args.server, args.port) as port:
+    with server(args.server, args.port, args.aof) as port:
         client = redis.Redis(port=port, protocol=2)
         raw = redis.Redis(port=port, protocol=2)
         raw.response_callbacks.clear()
-        rows, secs = timed(lambda: fill(client, n) or n)
-        print(f"filled {STREAM} with {n} entries in {secs:.1f}s")
-
         rep = args.repeat
-        results.append(
-            ("redis-py XRANGE, parsed", *timed(lambda: xrange_all(client, args.read_count), rep))
-        )
-        results.append(
-            ("redis-py XRANGE, raw", *timed(lambda: xrange_all(raw, args.read_count), rep))
-        )
-
         spark = spark_session()
         conn = {"host": "127.0.0.1", "port": str(port), "readCount": str(args.read_count)}
+        if not args.write_only:
+            rows, secs = timed(lambda: fill(client, n) or n)
+            print(f"filled {STREAM} with {n} entries in {secs:.1f}s")
 
-        def batch_read(parts: int) -> int:
-            df = (
-                spark.read.format("xstream").options(**conn).option("streams", STREAM)
-                .option("partitionsPerStream", parts).load()
+            count = args.read_count
+            results.append(
+                ("redis-py XRANGE, parsed", *timed(lambda: xrange_all(client, count), rep))
             )
-            df.write.format("noop").mode("overwrite").save()
-            return n
+            results.append(("redis-py XRANGE, raw", *timed(lambda: xrange_all(raw, count), rep)))
 
-        # warm-up: Python workers start, the data source is registered and imported
-        spark.read.format("xstream").options(**conn).option("streams", STREAM).option(
-            "endingOffsets", json.dumps({STREAM: "1700000000010-0"})
-        ).load().count()
-        results.append(("connector batch read, 1 range", *timed(lambda: batch_read(1), rep)))
-        results.append(("connector batch read, 2 ranges", *timed(lambda: batch_read(2), rep)))
-
-        def stream_read(limit: int | None) -> int:
-            checkpoint = tempfile.mkdtemp(prefix="bench-ckpt-")
-            try:
-                reader = (
-                    spark.readStream.format("xstream").options(**conn)
-                    .option("streams", STREAM).option("startingOffsets", "earliest")
-                    .option("partitionsPerStream", 2)
+            def batch_read(parts: int) -> int:
+                df = (
+                    spark.read.format("xstream").options(**conn).option("streams", STREAM)
+                    .option("partitionsPerStream", parts).load()
                 )
-                if limit:
-                    reader = reader.option("maxRecordsPerBatch", limit)
-                query = (
-                    reader.load().writeStream.format("noop")
-                    .option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
-                )
-                query.awaitTermination()
-                return sum(p["numInputRows"] for p in query.recentProgress)
-            finally:
-                shutil.rmtree(checkpoint, ignore_errors=True)
+                df.write.format("noop").mode("overwrite").save()
+                return n
 
-        results.append(
-            ("connector streaming read, 1 batch", *timed(lambda: stream_read(None), rep))
-        )
-        quarter = max(n // 4, 1)
-        name = f"connector streaming read, {quarter}/batch"
-        results.append((name, *timed(lambda: stream_read(quarter), rep)))
+            # warm-up: Python workers start, the data source is registered and imported
+            spark.read.format("xstream").options(**conn).option("streams", STREAM).option(
+                "endingOffsets", json.dumps({STREAM: "1700000000010-0"})
+            ).load().count()
+            results.append(("connector batch read, 1 range", *timed(lambda: batch_read(1), rep)))
+            results.append(("connector batch read, 2 ranges", *timed(lambda: batch_read(2), rep)))
+
+            def stream_read(limit: int | None) -> int:
+                checkpoint = tempfile.mkdtemp(prefix="bench-ckpt-")
+                try:
+                    reader = (
+                        spark.readStream.format("xstream").options(**conn)
+                        .option("streams", STREAM).option("startingOffsets", "earliest")
+                        .option("partitionsPerStream", 2)
+                    )
+                    if limit:
+                        reader = reader.option("maxRecordsPerBatch", limit)
+                    query = (
+                        reader.load().writeStream.format("noop")
+                        .option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+                    )
+                    query.awaitTermination()
+                    return sum(p["numInputRows"] for p in query.recentProgress)
+                finally:
+                    shutil.rmtree(checkpoint, ignore_errors=True)
+
+            results.append(
+                ("connector streaming read, 1 batch", *timed(lambda: stream_read(None), rep))
+            )
+            quarter = max(n // 4, 1)
+            name = f"connector streaming read, {quarter}/batch"
+            results.append((name, *timed(lambda: stream_read(quarter), rep)))
 
         if not args.skip_write:
-            def batch_write() -> int:
-                df = spark.range(n).selectExpr(
+            def batch_write(rows: int = n) -> int:
+                df = spark.range(rows).selectExpr(
                     "concat('u', id % 997) as user", "cast(id % 5000 / 10 as string) as amount",
                     "cast(id as string) as n",
                 )
@@ -232,6 +241,8 @@ def main() -> int:
                 ).save()
                 return int(client.xlen("bench:written"))
 
+            if args.write_only:  # warm-up: Python workers start, the data source is imported
+                batch_write(1000)
             results.append(("connector batch write (pipelined XADD)", *timed(batch_write, rep)))
         spark.stop()
 
