@@ -22,7 +22,8 @@ Failover (see ``connect``): the write runs on the primary that Sentinel names. A
 idempotent task's transaction is retried as a whole against the new primary after a
 connection error or READONLY; the markers travel in the same MULTI/EXEC as the entries,
 so a replica holds both or neither, and the retry skips exactly what the new primary
-already has. Pipelined (non-idempotent) writes retry the chunk that failed, which may
+already has. Pipelined (non-idempotent) writes keep two chunks on the wire (the next sent
+before the replies to the last are read) and retry the chunks not yet confirmed, which may
 then be added twice: at-least-once, as a retried task is. With ``waitReplicas`` each
 transaction (or chunk) is followed by WAIT on the same connection, and too few
 acknowledgements count as a failure to retry, so a task completes only once its entries
@@ -36,6 +37,7 @@ import decimal
 import json
 import logging
 import uuid
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -189,33 +191,59 @@ def _wait_replicas(conn: AbstractConnection, wopts: opt.WriteOptions) -> None:
         )
 
 
-def _send_chunk(
-    client: redis.Redis, commands: list[tuple[Any, ...]], wopts: opt.WriteOptions
-) -> None:
-    with wire.connection(client) as conn:
-        results = wire.roundtrip(conn, commands)
-        _raise_retryable(results)
-        _raise_errors(results, "XADDs")
-        _wait_replicas(conn, wopts)
+# Chunks of a pipelined write on the wire at once: the next chunk is sent before the
+# replies to the one before it are read, so the server adds one chunk's entries while the
+# task reads the replies to the chunk before and builds the next one. (With one chunk at
+# a time the task and the server take turns, and each waits for the other.)
+PIPELINE_WINDOW = 2
 
 
-def write_pipelined(
-    target: redis.Redis | connect.Link,
-    layout: RowLayout,
-    wopts: opt.WriteOptions,
-    rows: Iterator[Any],
-) -> WriteResult:
-    """Plain writes: XADD pipelined in chunks of ``batchSize``, no transaction. A chunk
-    that fails with a retryable error is sent again (at-least-once)."""
-    link = connect.as_link(target)
-    result = WriteResult()
+class _PipelinedWrite:
+    """``write_pipelined``'s state across attempts: the chunks still to send, and those
+    sent but not yet confirmed (their replies unread, or not yet acknowledged by enough
+    replicas), which an attempt after a failure sends again."""
+
+    def __init__(self, chunks: Iterator[list[tuple[Any, ...]]], wopts: opt.WriteOptions
+                 ) -> None:
+        self.chunks = chunks
+        self.wopts = wopts
+        # WAIT follows each chunk, so that a chunk is confirmed only once it is replicated:
+        # one chunk at a time then.
+        self.window = 1 if wopts.wait_replicas else PIPELINE_WINDOW
+        self.unconfirmed: deque[list[tuple[Any, ...]]] = deque()
+        self.written = 0
+
+    def attempt(self, client: redis.Redis) -> None:
+        """Send every chunk, at most ``window`` unconfirmed at once, on one connection."""
+        unconfirmed = self.unconfirmed
+        with wire.connection(client) as conn:
+            for chunk in unconfirmed:  # sent by an attempt that failed: send again
+                wire.send(conn, chunk)
+            while True:
+                if len(unconfirmed) < self.window:
+                    chunk = next(self.chunks, None)
+                    if chunk is not None:
+                        wire.send(conn, chunk)
+                        unconfirmed.append(chunk)
+                        continue
+                if not unconfirmed:
+                    return
+                oldest = unconfirmed[0]
+                results = wire.read(conn, len(oldest))
+                _raise_retryable(results)
+                _raise_errors(results, "XADDs")
+                _wait_replicas(conn, self.wopts)
+                unconfirmed.popleft()
+                self.written += len(oldest)
+
+
+def _chunks(
+    layout: RowLayout, wopts: opt.WriteOptions, rows: Iterator[Any], result: WriteResult
+) -> Iterator[list[tuple[Any, ...]]]:
+    """The rows' XADDs in lists of ``batchSize``; rows with no field are counted in
+    ``result.skipped_rows``."""
     trim = wopts.trim_args()
     chunk: list[tuple[Any, ...]] = []
-
-    def flush(commands: list[tuple[Any, ...]]) -> None:
-        link.run(lambda c: _send_chunk(c, commands, wopts), f"writing {len(commands)} entries")
-        result.written += len(commands)
-
     for row in rows:
         entry = layout.entry(row)
         if entry is None:
@@ -224,10 +252,25 @@ def write_pipelined(
         stream, entry_id, pairs = entry
         chunk.append(("XADD", stream, *trim, entry_id, *pairs))
         if len(chunk) == wopts.batch_size:
-            flush(chunk)
+            yield chunk
             chunk = []
     if chunk:
-        flush(chunk)
+        yield chunk
+
+
+def write_pipelined(
+    target: redis.Redis | connect.Link,
+    layout: RowLayout,
+    wopts: opt.WriteOptions,
+    rows: Iterator[Any],
+) -> WriteResult:
+    """Plain writes: XADD pipelined in chunks of ``batchSize``, no transaction, two chunks
+    on the wire at once (one with ``waitReplicas``). After a retryable error the chunks not
+    yet confirmed are sent again (at-least-once)."""
+    result = WriteResult()
+    write = _PipelinedWrite(_chunks(layout, wopts, rows, result), wopts)
+    connect.as_link(target).run(write.attempt, "writing entries (pipelined XADD)")
+    result.written = write.written
     return result
 
 

@@ -205,3 +205,57 @@ def test_write_and_read_through_a_unix_socket(spark: Any) -> None:
     finally:
         proc.stop()
         shutil.rmtree(sock_dir, ignore_errors=True)
+
+
+def test_pipelined_write_keeps_two_chunks_on_the_wire(
+    conn: dict[str, str], r: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next chunk is sent before the replies to the one before are read; after a lost
+    connection the chunks not yet confirmed are sent again (at-least-once)."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    from spark_connector import connect, wire
+    from spark_connector import options as opt
+    from spark_connector.writer import RowLayout, write_pipelined
+
+    wopts = opt.WriteOptions.parse({**conn, "stream": "piped", "batchSize": "3"},
+                                   streaming=False)
+    layout = RowLayout(StructType([StructField("v", StringType())]), wopts)
+    rows = [(str(i),) for i in range(7)]  # chunks of 3, 3 and 1
+    events: list[str] = []
+    send, read = wire.send, wire.read
+    lose_read: list[int] = []  # the read (by number) that finds the connection gone
+
+    def logged_send(c: Any, commands: Any) -> None:
+        events.append(f"send {len(commands)}")
+        send(c, commands)
+
+    def logged_read(c: Any, count: int) -> list[Any]:
+        events.append(f"read {count}")
+        if lose_read and len(events) == lose_read[0]:
+            raise redis.ConnectionError("lost")
+        return read(c, count)
+
+    monkeypatch.setattr(wire, "send", logged_send)
+    monkeypatch.setattr(wire, "read", logged_read)
+    done = write_pipelined(connect.client(wopts.conn), layout, wopts, iter(rows))
+    assert done.written == 7
+    assert events == ["send 3", "send 3", "read 3", "send 1", "read 3", "read 1"]
+    assert stream_values(r, "piped", "v") == [v for (v,) in rows]
+
+    class RetryOnce:
+        def run(self, fn: Any, what: str) -> Any:
+            try:
+                return fn(connect.client(wopts.conn))
+            except redis.ConnectionError:
+                return fn(connect.client(wopts.conn))
+
+    r.delete("piped")
+    events.clear()
+    lose_read.append(5)  # the replies to the second chunk: it and the third go again
+    done = write_pipelined(RetryOnce(), layout, wopts, iter(rows))  # type: ignore[arg-type]
+    assert done.written == 7
+    assert events == ["send 3", "send 3", "read 3", "send 1", "read 3",
+                      "send 3", "send 1", "read 3", "read 1"]
+    assert stream_values(r, "piped", "v") == ["0", "1", "2", "3", "4", "5", "6",
+                                              "3", "4", "5", "6"]
