@@ -267,7 +267,7 @@ def case_xreadgroup_bulk(rounds: int, count: int, consumers: int) -> dict[str, f
     return cpu_case(load, rounds, setup=setup)
 
 
-def case_xadd_bulk(n: int) -> dict[str, float]:
+def case_xadd_bulk(n: int, both_args: list[str] | None = None) -> dict[str, float]:
     """The connector's write path: pipelined XADD of four-field entries, 4 clients, P100."""
     def load(port: int, share: int) -> int:
         redis_benchmark(port, ["-c", "4", "-n", str(share), "-P", "100", "-r", "1000000",
@@ -275,7 +275,7 @@ def case_xadd_bulk(n: int) -> dict[str, float]:
                                "value", "12.5", "ts", "2026-11-28T10:00:00"])
         return share
 
-    return cpu_case(load, n)
+    return cpu_case(load, n, both_args=both_args)
 
 
 def case_block_wake(clients: int, rounds: int) -> dict[str, float]:
@@ -387,6 +387,8 @@ def main() -> None:
          "<= 3", lambda: case_xreadgroup_bulk(2_000 if q else 20_000, 10, 10)),
         ("xadd_bulk", "XADD of 4 fields, 4 clients, pipeline 100 (the Spark sink's path)",
          "<= 2", lambda: case_xadd_bulk(100_000 if q else 1_000_000)),
+        ("xadd_bulk_aof", "The same, appendonly yes (both)", "-",
+         lambda: case_xadd_bulk(100_000 if q else 1_000_000, AOF_ON)),
         ("block", "XREAD BLOCK 0 by 1,000 clients, one XADD wakes all (time to last reply)",
          "<= 3", lambda: case_block_wake(1000, 2 if q else 5)),
         ("rss", "RSS growth per entry, 1,000,000 entries of 3 small fields", "<= 1.25",

@@ -174,8 +174,10 @@ class ColdTierService:
             checks = self.server.refusal_checks
             if on:
                 checks.append(self.refuse)
+                self.server.data_refusals += 1
             else:
                 checks.remove(self.refuse)
+                self.server.data_refusals -= 1
 
     def refuse(self, client: Client, spec: CommandSpec) -> str | None:
         """While nodes cannot be written to disk and the limit is exceeded, commands that may

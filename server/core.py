@@ -10,7 +10,9 @@ composition sets; the registries are lists of hooks:
 - before_sleep_hooks, cron_hooks: work after each event-loop batch, and on the timer;
 - close_hooks: what a closing client must be taken out of (blocking, Pub/Sub, tracking...);
 - shutdown_hooks: the shutdown's steps (server/shutdown.py);
-- refusal_checks: why a write must be refused now (MISCONF).
+- refusal_checks: why a write must be refused now (MISCONF, READONLY, NOREPLICAS; the
+  cold tier's when it cannot write nodes out, which grows with the data and so is also
+  counted in data_refusals).
 """
 
 from __future__ import annotations
@@ -118,6 +120,10 @@ class ServerCore:
         self.shutdown_hooks: list[Callable[[int], bool]] = []
         self.shutdown_waiters: list[Client] = []  # clients whose SHUTDOWN is under way
         self.refusal_checks: list[Callable[[Client, CommandSpec], str | None]] = []
+        # How many of them may answer differently after a write adds data, as the OOM check
+        # may: while any is registered, a pipelined run (CommandSpec.pipelined) is not taken,
+        # since it asks the checks once for all its commands.
+        self.data_refusals = 0
         # Why a script that may write (a shebang without no-writes) cannot start now, beside
         # MISCONF: a read-only replica's READONLY, NOREPLICAS (scriptPrepareForRun).
         self.script_write_checks: list[Callable[[Client], str | None]] = []

@@ -294,11 +294,17 @@ def run_commands(client: Client, commands: list[list[bytes]]) -> None:
         if len(commands) > 1:  # a pipeline: it may start with a run its command takes whole
             argv = commands[0]
             spec = _BY_SENT_NAME.get(argv[0])
+            # The refusal checks (MISCONF and the AOF's note of the writer, whose replies
+            # wait for the write; READONLY; NOREPLICAS) are asked once for the whole run:
+            # what they read does not change before the before-sleep pass. Not while a
+            # check reads the amount of data (maxmemory, data_refusals), which the run grows.
             if (spec is not None and spec.pipelined is not None and client.authenticated
                     and client.multi is None and not client.checked_path
                     and not client.reply_flags and not server.monitors
-                    and not (server.maxmemory or server.refusal_checks)
-                    and spec.arity_ok(len(argv))):
+                    and not (server.maxmemory or server.data_refusals)
+                    and spec.arity_ok(len(argv))
+                    and (not server.refusal_checks
+                         or server.refuse_reason(client, spec) is None)):
                 ran = spec.pipelined(client, spec, commands)
                 if ran:
                     commands = commands[ran:]

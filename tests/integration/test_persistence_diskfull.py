@@ -176,3 +176,58 @@ def test_write_errors_via_debug_hook_always_hold_replies(tmp_path) -> None:
         proc.stop(kill=True)
     with started(workdir) as proc:
         assert connect(proc).get("held") == b"1"
+
+
+def _xadd_pipeline(r: redis.Redis, n: int, tag: str) -> list[object]:
+    """n `XADD s * ...` in one pipeline (the server takes them as one run), errors as values."""
+    pipe = r.pipeline(transaction=False)
+    for i in range(n):
+        pipe.xadd("s", {"tag": tag, "i": i})
+    return pipe.execute(raise_on_error=False)
+
+
+def test_pipelined_xadd_runs_with_the_aof(tmp_path) -> None:
+    """A pipeline of XADDs to one stream, taken as a run with the AOF on: every entry reaches
+    the file; while AOF writes fail, every XADD of the run gets MISCONF and adds nothing;
+    with appendfsync always the run's replies wait until its entries are written."""
+    workdir = str(tmp_path)
+    proc = start(workdir)
+    try:
+        r = connect(proc)
+        r.xadd("s", {"tag": "first"})
+        kept = _xadd_pipeline(r, 300, "ok")
+        assert all(isinstance(reply, bytes) for reply in kept)
+        r.execute_command("DEBUG", "AOF-WRITE-ERROR", errno.ENOSPC)
+        r.set("b", "2")  # everysec: answered, the error found when the buffer is written
+        wait_for(lambda: info(r)["aof_last_write_status"] == "err", what="the error")
+        refused = _xadd_pipeline(r, 50, "refused")
+        assert [str(reply) for reply in refused] == [MISCONF] * 50
+        assert r.xlen("s") == 301
+        r.execute_command("DEBUG", "AOF-WRITE-ERROR", 0)
+        wait_for(lambda: info(r)["aof_last_write_status"] == "ok", what="recovery")
+        kept += _xadd_pipeline(r, 100, "after")
+    finally:
+        proc.stop(kill=True)
+    with started(workdir) as proc:
+        r = connect(proc)
+        assert [e[0] for e in r.xrange("s")][1:] == kept
+    proc = start(workdir, "--appendfsync", "always")
+    try:
+        r = connect(proc)
+        other = connect(proc)
+        r.execute_command("DEBUG", "AOF-WRITE-ERROR", errno.EIO)
+        result: dict[str, list[object]] = {}
+        t = threading.Thread(target=lambda: result.update(replies=_xadd_pipeline(r, 20, "held")))
+        t.start()
+        wait_for(lambda: info(other)["aof_last_write_status"] == "err", what="the error")
+        t.join(0.5)
+        assert t.is_alive()  # no reply for entries not on disk
+        assert other.xlen("s") == 421  # in memory, not yet confirmed to their writer
+        other.execute_command("DEBUG", "AOF-WRITE-ERROR", 0)
+        t.join(20)
+        held = result["replies"]
+        assert len(held) == 20 and all(isinstance(reply, bytes) for reply in held)
+    finally:
+        proc.stop(kill=True)
+    with started(workdir) as proc:
+        assert [e[0] for e in connect(proc).xrange("s")][-20:] == held

@@ -126,3 +126,65 @@ def test_it_steps_aside_for_keyspace_events_monitors_and_new_keys(clocks) -> Non
     assert spec.pipelined(client, spec, [[b"XADD", b"s", b"MAXLEN", b"1", b"*", b"f", b"v"],
                                          *pipeline]) == 0
     assert server.dbs[0].data[b"s"].length == 4
+
+
+def test_the_refusal_checks_are_asked_once_for_a_run(clocks, monkeypatch) -> None:
+    """With refusal checks in force (the AOF's, a replica's), a run is still taken, the checks
+    asked once for it; when one refuses, every XADD gets its error, as one by one."""
+    clocks()
+    spec = COMMANDS[b"xadd"]
+    runs: list[int] = []
+    real = spec.pipelined
+    assert real is not None
+    monkeypatch.setattr(spec, "pipelined",
+                        lambda client, spec, commands: runs.append(real(client, spec, commands))
+                        or runs[-1])
+    pipeline = [[b"XADD", b"s", b"*", b"f", b"%d" % i] for i in range(5)]
+    for refusal in (None, "MISCONF no disk"):
+        server, client, propagated = _server()
+        run_commands(client, [[b"XADD", b"s", b"*", b"f", b"first"]])
+        asked: list[bytes] = []
+
+        def check(client: Client, spec, refusal=refusal, asked=asked) -> str | None:
+            asked.append(spec.name)
+            return refusal
+
+        server.refusal_checks.append(check)
+        runs.clear()
+        client.out.clear()
+        run_commands(client, [list(argv) for argv in pipeline])
+        if refusal is None:
+            assert runs == [5] and len(asked) == 1
+            assert server.dbs[0].data[b"s"].length == 6
+            assert len(propagated) == 6
+            assert b"".join(client.out).count(b"1700000000000-") == 5
+        else:
+            # asked for the run (refused: none taken), then for each XADD, the usual way
+            assert runs == [] and len(asked) == 6
+            assert server.dbs[0].data[b"s"].length == 1
+            assert b"".join(client.out) == b"-MISCONF no disk\r\n" * 5
+
+
+@pytest.mark.parametrize("limit", ["maxmemory", "data_refusals"])
+def test_no_run_while_a_refusal_grows_with_the_data(limit: str, clocks, monkeypatch) -> None:
+    """maxmemory, or a check counted in data_refusals (the cold tier's, when it cannot write
+    nodes out), may refuse in the middle of a run: each command is checked on its own."""
+    clocks()
+    spec = COMMANDS[b"xadd"]
+    pipeline = [[b"XADD", b"s", b"*", b"f", b"%d" % i] for i in range(3)]
+    server, client, _ = _server()
+    run_commands(client, pipeline[:1])
+    calls: list[int] = []
+    server.refusal_checks.append(lambda client, spec: calls.append(1))
+    if limit == "maxmemory":
+        server.maxmemory = 1 << 40
+    else:
+        server.data_refusals = 1
+    seen: list[int] = []
+    real = spec.pipelined
+    assert real is not None
+    monkeypatch.setattr(spec, "pipelined",
+                        lambda c, s, cmds: seen.append(1) or real(c, s, cmds))
+    run_commands(client, [list(argv) for argv in pipeline])
+    assert seen == [] and len(calls) == 3
+    assert server.dbs[0].data[b"s"].length == 4
