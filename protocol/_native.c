@@ -1,5 +1,5 @@
 /* protocol._native: the check that RESP commands read by hiredis are, byte for byte, the
- * frames they came from, in C.
+ * frames they came from, and the encoding of a command as RESP, in C.
  *
  * How it works. hiredis reads RESP faster than any Python loop, but it accepts forms Redis
  * does not (other types where bulk strings belong, lengths with leading zeros, ...). So the
@@ -9,6 +9,10 @@
  * the per-argument part of every pipelined command's reading. protocol/native.py imports it
  * when it was built and XSTREAMD_PURE_PYTHON is unset; both callers keep their Python
  * checks as the fallback, and the tests run both.
+ *
+ * encode_command writes a command as clients send it, which is what every write costs on
+ * its way to the AOF and the replicas (protocol/encoder.py's encode_command calls it first,
+ * its Python loop being the fallback for arguments that are not bytes).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -78,14 +82,77 @@ done:
     return PyLong_FromSsize_t(result);
 }
 
+/* The decimal text of n at out; returns its end. */
+static char *put_decimal(char *out, size_t n) {
+    char digits[24];
+    int k = 0;
+    do {
+        digits[k++] = (char)('0' + n % 10);
+        n /= 10;
+    } while (n);
+    while (k)
+        *out++ = digits[--k];
+    return out;
+}
+
+static size_t decimal_width(size_t n) {
+    size_t width = 1;
+    while (n >= 10) {
+        n /= 10;
+        width++;
+    }
+    return width;
+}
+
+PyDoc_STRVAR(encode_command_doc,
+"encode_command(argv) -> bytes | None\n\n"
+"argv (a list of bytes) as a RESP array of bulk strings; None when argv is not a list or\n"
+"an argument is not bytes (the caller's Python encoder handles those).");
+
+static PyObject *encode_command(PyObject *self, PyObject *argv) {
+    if (!PyList_Check(argv))
+        Py_RETURN_NONE;
+    Py_ssize_t argc = PyList_GET_SIZE(argv);
+    size_t size = 3 + decimal_width((size_t)argc);
+    for (Py_ssize_t j = 0; j < argc; j++) {
+        PyObject *arg = PyList_GET_ITEM(argv, j);
+        if (!PyBytes_CheckExact(arg))
+            Py_RETURN_NONE;
+        size_t n = (size_t)PyBytes_GET_SIZE(arg);
+        size += 5 + decimal_width(n) + n;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+    if (out == NULL)
+        return NULL;
+    char *w = PyBytes_AS_STRING(out);
+    *w++ = '*';
+    w = put_decimal(w, (size_t)argc);
+    *w++ = '\r';
+    *w++ = '\n';
+    for (Py_ssize_t j = 0; j < argc; j++) {
+        PyObject *arg = PyList_GET_ITEM(argv, j);
+        size_t n = (size_t)PyBytes_GET_SIZE(arg);
+        *w++ = '$';
+        w = put_decimal(w, n);
+        *w++ = '\r';
+        *w++ = '\n';
+        memcpy(w, PyBytes_AS_STRING(arg), n);
+        w += n;
+        *w++ = '\r';
+        *w++ = '\n';
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"frames_end", frames_end, METH_VARARGS, frames_end_doc},
+    {"encode_command", encode_command, METH_O, encode_command_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_native",
-    "RESP frames checked in C (see the comment at the top of _native.c).", -1, methods,
+    "RESP frames checked and commands encoded in C (see the comment at the top of _native.c).", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }

@@ -29,6 +29,10 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from protocol import native
+
+_c_encode_command = native.encode_command
+
 __all__ = [
     "EMPTY_ARRAY",
     "NULL_ARRAY",
@@ -44,6 +48,7 @@ __all__ = [
     "Verbatim",
     "encode",
     "encode_command",
+    "encode_command_python",
     "encode_entry",
     "encode_entries",
     "encode_into",
@@ -194,7 +199,18 @@ def encode_into(out: list[bytes], value: Any, protocol: int = 2) -> None:
 
 
 def encode_command(argv: list[bytes]) -> bytes:
-    """A command as a RESP array of bulk strings (what clients send, what the AOF holds).
+    """A command as a RESP array of bulk strings (what clients send, what the AOF holds):
+    in C (protocol/_native.c) when it is built, else encode_command_python. Every write
+    pays this once on its way to the AOF and the replicas."""
+    if _c_encode_command is not None:
+        data = _c_encode_command(argv)
+        if data is not None:
+            return data
+    return encode_command_python(argv)
+
+
+def encode_command_python(argv: list[bytes]) -> bytes:
+    """encode_command's Python way (arguments that are not bytes, or no C module).
 
     Written as its RESP lines joined by CRLF, like _entries: a quarter fewer instructions
     for a five-argument XADD than hiredis.pack_command, whose sprintf and sds copies cost

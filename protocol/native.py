@@ -1,8 +1,10 @@
-"""The C build of the RESP frame check (protocol/_native.c), when there is one.
+"""The C build of the RESP frame check and command encoder (protocol/_native.c), when
+there is one.
 
-``frames_end`` is None when the extension was not built (no compiler at install time) or
-when XSTREAMD_PURE_PYTHON is set in the environment (1, yes, true): the callers then run
-their Python checks, which give the same answers. The tests compare the two."""
+``frames_end`` and ``encode_command`` are None when the extension was not built (no compiler
+at install time) or when XSTREAMD_PURE_PYTHON is set in the environment (1, yes, true): the
+callers then run their Python code, which gives the same answers. The tests compare the
+two."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 frames_end: Callable[[Any, int, list[list[bytes]]], int] | None = None
+encode_command: Callable[[list[Any]], bytes | None] | None = None
 
 
 def c_wanted() -> bool:
@@ -26,3 +29,4 @@ if c_wanted():
         pass
     else:
         frames_end = _native.frames_end
+        encode_command = _native.encode_command

@@ -13,12 +13,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from protocol import native as resp_native
+from protocol.encoder import encode_command, encode_command_python
 from storage import native, stream_resp
 from storage.stream import Stream
 from storage.stream_node import enc_diff, encode_entry
 
 pytestmark = pytest.mark.skipif(not native.available(),
                                 reason="storage._native was not built (no C compiler)")
+needs_c_protocol = pytest.mark.skipif(resp_native.encode_command is None,
+                                      reason="protocol._native was not built (no C compiler)")
 
 # Values of every listpack encoding: ints of each width and their edges, texts that look
 # like ints but are not canonical, strings of 6-bit, 12-bit and 32-bit lengths.
@@ -116,11 +120,32 @@ def test_encode_node_never_crashes_on_damaged_bytes(seed: int) -> None:
 
 def test_pure_python_setting_turns_the_c_loops_off() -> None:
     code = ("from storage import native; from protocol import native as resp; "
-            "print(native.available(), resp.frames_end)")
+            "print(native.available(), resp.frames_end, resp.encode_command)")
     env = dict(os.environ, XSTREAMD_PURE_PYTHON="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True).stdout
-    assert out.strip() == "False None"
+    assert out.strip() == "False None None"
+
+
+@needs_c_protocol
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(max_size=300), max_size=40))
+def test_encode_command_in_c_is_the_python_encoding(argv: list[bytes]) -> None:
+    assert resp_native.encode_command is not None
+    assert resp_native.encode_command(argv) == encode_command_python(argv)
+
+
+@needs_c_protocol
+def test_encode_command_in_c_leaves_other_arguments_to_python() -> None:
+    """Not a list, or an argument that is not exact bytes: None, and encode_command's
+    Python way answers."""
+    assert resp_native.encode_command is not None
+    for argv in ([b"SET", "k", b"v"], [b"SELECT", 3], [bytearray(b"x")], (b"PING",)):
+        assert resp_native.encode_command(argv) is None  # type: ignore[arg-type]
+    mixed = [b"SELECT", "3", 7]
+    assert encode_command(mixed) == b"*3\r\n$6\r\nSELECT\r\n$1\r\n3\r\n$1\r\n7\r\n"  # type: ignore[arg-type]
+    big = [b"x" * 100_000, b"y" * 12_345]
+    assert encode_command(big) == encode_command_python(big)
 
 
 def _filled(ops: list) -> Stream:
