@@ -7,6 +7,9 @@
  * storage/native.py imports it when it was built and XSTREAMD_PURE_PYTHON is unset, and
  * the tests run both and compare their output.
  *
+ * id_keys turns XACK's IDs into the 16-byte keys the PEL is looked up by, for the plain
+ * "ms-seq" form; anything else is left to the Python parser (and its errors).
+ *
  * Nothing here trusts the node's bytes: every read is checked against the buffer's end,
  * and a node that does not parse makes encode_node return None, so the caller takes the
  * Python path (and its errors). The format is Redis's listpack (listpack.md) and its
@@ -525,8 +528,71 @@ done:
     return result;
 }
 
+/* -- IDs as rax keys ------------------------------------------------------------------------ */
+
+/* 1 to 19 ASCII digits from p[*i] to the byte `stop` (or the end); their value in *out.
+ * 19 digits are always below 2**64. */
+static int parse_digits(const char *p, Py_ssize_t n, Py_ssize_t *i, char stop, uint64_t *out) {
+    Py_ssize_t start = *i, k = start;
+    uint64_t value = 0;
+    while (k < n && p[k] != stop) {
+        if (p[k] < '0' || p[k] > '9' || k - start >= 19)
+            return 0;
+        value = value * 10 + (uint64_t)(p[k] - '0');
+        k++;
+    }
+    if (k == start)
+        return 0;
+    *i = k;
+    *out = value;
+    return 1;
+}
+
+PyDoc_STRVAR(id_keys_doc,
+"id_keys(args) -> list[bytes] | None\n\n"
+"The 16-byte big-endian keys (ms, then seq) of IDs written 'ms-seq' with 1 to 19 digits\n"
+"each; None if args is not a list of bytes in that form (the Python parser decides).");
+
+static PyObject *id_keys(PyObject *self, PyObject *args) {
+    if (!PyList_Check(args))
+        Py_RETURN_NONE;
+    Py_ssize_t count = PyList_GET_SIZE(args);
+    PyObject *out = PyList_New(count);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t j = 0; j < count; j++) {
+        PyObject *arg = PyList_GET_ITEM(args, j);
+        if (!PyBytes_CheckExact(arg))
+            goto other;
+        const char *p = PyBytes_AS_STRING(arg);
+        Py_ssize_t n = PyBytes_GET_SIZE(arg), i = 0;
+        uint64_t ms, seq;
+        if (!parse_digits(p, n, &i, '-', &ms) || i >= n)
+            goto other;
+        i++; /* the '-' */
+        if (!parse_digits(p, n, &i, '\0', &seq) || i != n)
+            goto other;
+        unsigned char key[16];
+        for (int b = 0; b < 8; b++) {
+            key[b] = (unsigned char)(ms >> (56 - 8 * b));
+            key[8 + b] = (unsigned char)(seq >> (56 - 8 * b));
+        }
+        PyObject *item = PyBytes_FromStringAndSize((const char *)key, 16);
+        if (item == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, j, item);
+    }
+    return out;
+other:
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"append_entry", append_entry, METH_VARARGS, append_entry_doc},
+    {"id_keys", id_keys, METH_O, id_keys_doc},
     {"encode_node", encode_node, METH_VARARGS, encode_node_doc},
     {NULL, NULL, 0, NULL},
 };

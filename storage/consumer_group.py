@@ -277,13 +277,15 @@ class ConsumerGroup:
         return None if noack else self.pel.find(id_to_key(id))  # type: ignore[return-value]
 
     def deliver_new(
-        self, s: Stream, ids: list[StreamID], consumer: Consumer, now: int, noack: bool = False
+        self, s: Stream, ids: list[StreamID], consumer: Consumer, now: int, noack: bool = False,
+        keys: list[bytes] | None = None,
     ) -> None:
         """Entries served to ``consumer`` by XREADGROUP ``>``: ``ids`` ascending, all
         after the group's last ID.  The group's last ID and read counter advance and
         (unless ``noack``) each entry becomes pending for the consumer, delivered ``now``
         once.  An entry already pending (after XGROUP SETID moved the group back)
-        changes owner and restarts with one delivery, as in Redis.
+        changes owner and restarts with one delivery, as in Redis.  ``keys``, when the
+        caller has them, are the ids' 16-byte keys (id_to_key).
 
         New IDs are normally above every key of the four trees, so each goes in by
         ``Rax.append_max`` (a walk down the right edge), falling back to a general
@@ -294,8 +296,9 @@ class ConsumerGroup:
         if noack:
             return
         pel = self.pel
-        pack = _ID_KEY.pack
-        keys = [pack(ms, seq) for ms, seq in ids]
+        if keys is None:
+            pack = _ID_KEY.pack
+            keys = [pack(ms, seq) for ms, seq in ids]
         nacks = [NACK(now, 1, consumer) for _ in keys]
         if not len(pel):  # a group whose consumers keep up: the PEL is built whole
             pel.fill_sorted(keys, nacks)  # type: ignore[arg-type]
@@ -341,9 +344,12 @@ class ConsumerGroup:
 
     def ack(self, s: Stream, ids: list[StreamID]) -> int:
         """XACK: drop these IDs from the PEL; returns how many were pending."""
-        pel = self.pel
         pack = _ID_KEY.pack
-        keys = [pack(ms, seq) for ms, seq in ids]
+        return self.ack_keys(s, [pack(ms, seq) for ms, seq in ids])
+
+    def ack_keys(self, s: Stream, keys: list[bytes]) -> int:
+        """ack() of IDs given as their 16-byte keys (id_to_key)."""
+        pel = self.pel
         # With a single group, an ID in cgroups_ref is held by this group alone.
         alone = s.cgroups is not None and len(s.cgroups) == 1
         if 0 < len(pel) <= len(keys):

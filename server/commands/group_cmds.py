@@ -23,7 +23,7 @@ from server.commands.stream_args import (
     parse_ll,
     parse_loose_id,
     parse_strict_id,
-    parse_strict_ids,
+    parse_strict_id_keys,
     read_stream,
     register_ref_hooks,
 )
@@ -222,8 +222,8 @@ def xack(client: Client, argv: list[bytes]) -> object:
     group = lookup_group(stream, argv[2]) if stream is not None else None
     if stream is None or group is None:
         return 0  # nothing to acknowledge
-    ids = parse_strict_ids(argv[3:])  # all or nothing
-    acked = group.ack(stream, ids)
+    keys = parse_strict_id_keys(argv[3:])  # all or nothing
+    acked = group.ack_keys(stream, keys)
     if acked:
         client.server.propagate(client.db, list(argv), acked)
     return acked

@@ -10,6 +10,7 @@ DELREF and ACKED behave exactly like KEEPREF.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
@@ -21,6 +22,7 @@ from server.parsing import (
     is_canonical_int,
     parse_block_timeout,
 )
+from storage import native
 from storage.stream import Stream
 from storage.stream_id import (
     INVALID_ID_MSG,
@@ -35,6 +37,9 @@ from storage.stream_id import (
 
 if TYPE_CHECKING:
     from server.client import Client
+
+_ID_KEY = struct.Struct(">QQ")  # storage.stream_id.id_to_key's layout
+_c_id_keys = native.id_keys
 
 # Entries as the storage yields them: (id, [f1, v1, f2, v2, ...]).
 Entry = tuple[StreamID, list[bytes]]
@@ -123,17 +128,23 @@ def parse_strict_id(arg: bytes, missing_seq: int = 0) -> StreamID:
         raise CommandError(str(exc)) from None
 
 
-def parse_strict_ids(args: list[bytes]) -> list[StreamID]:
-    """parse_strict_id of each argument (XACK's many IDs): plain ``ms-seq`` of at most 19
-    digits each (always below 2**64) without the general parser's calls."""
+def parse_strict_id_keys(args: list[bytes]) -> list[bytes]:
+    """parse_strict_id of each argument (XACK's many IDs), as the IDs' 16-byte keys
+    (id_to_key), which the PEL is looked up by: plain ``ms-seq`` of at most 19 digits each
+    (always below 2**64) without the general parser's calls (in C when it is built)."""
+    if _c_id_keys is not None:
+        keys = _c_id_keys(args)
+        if keys is not None:
+            return keys
     out = []
     add = out.append
+    pack = _ID_KEY.pack
     for arg in args:
         ms, sep, seq = arg.partition(b"-")
         if sep and len(ms) < 20 and len(seq) < 20 and ms.isdigit() and seq.isdigit():
-            add((int(ms), int(seq)))
+            add(pack(int(ms), int(seq)))
         else:
-            add(parse_strict_id(arg))
+            add(pack(*parse_strict_id(arg)))
     return out
 
 

@@ -269,16 +269,22 @@ def _deliver_new_resp(client: Client, key: bytes, stream: Stream, group: Consume
     """_deliver_new without CLAIM or MAXSIZE, its reply served from the cache of encoded
     stream nodes (Stream.range_resp); None when that cache is off or nothing new
     is there."""
-    keys: list[bytes] = []
-    found = stream.range_resp(incr_id(group.last_id), MAX_ID, count, False, keys)
+    runs: list[bytes] = []
+    found = stream.range_resp(incr_id(group.last_id), MAX_ID, count, False, runs)
     if found is None or not found[1]:
         return None
-    ids = list(_iter_ids(b"".join(keys)))
-    group.deliver_new(stream, ids, consumer, now, noack)
-    if not noack and client.server.propagate_hooks:
-        propagate_new_deliveries(client, key, group, consumer,
-                                 [b"%d-%d" % eid for eid in ids], now)
-    propagate_group_id(client, key, group, changes=0)
+    joined = b"".join(runs)
+    ids = list(_iter_ids(joined))
+    group.deliver_new(stream, ids, consumer, now, noack,
+                      [joined[i:i + 16] for i in range(0, len(joined), 16)])
+    server = client.server
+    if server.propagate_hooks or server.propagate_batch is not None:
+        if not noack:
+            propagate_new_deliveries(client, key, group, consumer,
+                                     [b"%d-%d" % eid for eid in ids], now)
+        propagate_group_id(client, key, group, changes=0)
+    # (else nothing listens: the group's new position has no one to go to, and changes=0
+    # leaves the dirty counter as it is)
     return entries_reply(*found)
 
 

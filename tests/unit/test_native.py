@@ -198,3 +198,37 @@ def test_append_entry_leaves_a_full_node_alone() -> None:
     assert bytes(buf) == before
     assert native.append_entry(buf, 0, 1, [b"f", b"x"], [b"f"], 10**6) == 5  # SAMEFIELDS
     assert native.append_entry(buf, 0, 2, [b"g", b"x"], [b"f"], 10**6) == 7
+
+
+_id_texts = st.one_of(
+    st.builds(lambda a, b: b"%d-%d" % (a, b), st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1)),
+    st.sampled_from([b"0-0", b"01-2", b"1-", b"-1", b"1", b"1-2-3", b"+1-2", b"1-+2", b" 1-2",
+                     b"9999999999999999999-9999999999999999999", b"18446744073709551615-0",
+                     b"1-18446744073709551616", b"", b"-", b"1\x00-2", b"\xd9-1"]),
+    st.binary(max_size=24),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_id_texts, max_size=12))
+def test_id_keys_in_c_is_the_strict_parser(args: list[bytes]) -> None:
+    """id_keys gives the keys of plain ms-seq IDs of at most 19 digits each, as the strict
+    parser reads them, and None when any argument is something else (the Python parser
+    then gives the keys, or the error)."""
+    from server.commands.stream_args import parse_strict_id
+    from server.errors import CommandError
+    from storage.stream_id import id_to_key
+
+    assert native.id_keys is not None
+    keys = native.id_keys(args)
+    plain = [a.partition(b"-") for a in args]
+    simple = all(sep and 0 < len(ms) < 20 and 0 < len(seq) < 20 and ms.isdigit()
+                 and seq.isdigit() for ms, sep, seq in plain)
+    assert (keys is not None) == simple
+    if keys is not None:
+        assert keys == [id_to_key(parse_strict_id(a)) for a in args]
+    for a in args:  # the arguments the C step leaves alone still parse (or fail) in Python
+        try:
+            parse_strict_id(a)
+        except CommandError:
+            pass
