@@ -563,10 +563,20 @@ class Stream:
             return stream_resp.backward(rax, item, start, end, count, last_key)  # type: ignore[arg-type]
         if start <= self.first_id:
             item = rax.first()
+        elif (hinted := self._from_hint(start)) is not None:
+            item = hinted[0], hinted[1]  # (a cursor going on where its last read stopped)
         else:
             item = self._node_for(start) or rax.first()
-        return stream_resp.forward(rax, item, start, end, count, last_key,  # type: ignore[arg-type]
-                                   keys_out)
+        ended: list[tuple[bytes, StreamNode, stream_resp.NodeResp]] = []
+        found = stream_resp.forward(rax, item, start, end, count, last_key,  # type: ignore[arg-type]
+                                    keys_out, ended)
+        if ended:
+            # The next read of a cursor (XREADGROUP >, XREAD from the last ID, XRANGE
+            # paging) starts in this node: the hint spares it the rax walk. Its bounds are
+            # the node's master ID and its last live entry (resp.keys holds the live ones).
+            key, node, resp = ended[0]
+            self._seek_hint = (node, key, 0, _unpack_key(key), _unpack_key(resp.keys[-16:]))
+        return found
 
     def _collect(self, start: StreamID, end: StreamID, count: int, rev: bool, reply: bool) -> list:
         if count < 0:

@@ -398,11 +398,15 @@ Part = bytes | memoryview
 
 def forward(rax: Rax, item: tuple[bytes, StreamNode] | None, start: StreamID, end: StreamID,
             count: int, last_key: bytes,
-            keys_out: list[bytes] | None = None) -> tuple[list[Part], int]:
+            keys_out: list[bytes] | None = None,
+            ended: list[tuple[bytes, StreamNode, NodeResp]] | None = None,
+            ) -> tuple[list[Part], int]:
     """The RESP of the live entries with start <= id <= end, ascending, at most ``count``
     (0: all), from the node ``item`` on (the one that may hold start): (parts, entries).
     The last node (``last_key``) is decoded; the others come from the cache. With
-    ``keys_out``, the entries' 16-byte ID keys are appended to it too (in runs)."""
+    ``keys_out``, the entries' 16-byte ID keys are appended to it too (in runs). With
+    ``ended``, (key, node, its cached RESP) of the node the range stopped in, where the next
+    read of a cursor starts, is appended to it, unless that is the last node."""
     parts: list[Part] = []
     n = 0
     start_key = _pack_key(*start)
@@ -436,6 +440,8 @@ def forward(rax: Rax, item: tuple[bytes, StreamNode] | None, start: StreamID, en
                 keys_out.append(resp.keys[i * 16:j * 16])
             n += j - i
         if (count and n >= count) or j < last:
+            if ended is not None and j:
+                ended.append((key, node, resp))
             break
         item = rax.ceiling(key, True)  # type: ignore[assignment]
     return parts, n
