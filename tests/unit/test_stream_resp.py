@@ -65,6 +65,7 @@ def test_random_histories_read_the_same_with_the_cache(seed: int, bound: int) ->
     s = Stream()
     ms = 1
     max_entries = rng.choice([3, 10, 100])
+    cursor = (0, 0)
     for _step in range(rng.randrange(20, 120)):
         op = rng.random()
         if op < 0.6:
@@ -77,9 +78,28 @@ def test_random_histories_read_the_same_with_the_cache(seed: int, bound: int) ->
             s.trim("maxlen", rng.randrange(0, s.length + 1), rng.random() < 0.5)
         elif op < 0.85 and s.length:
             s.trim("minid", _random_id(rng, s))
+        elif op < 0.93:
+            cursor = _cursor_step(rng, s, cursor)
         else:
             _check_reads(rng, s, 5)
     _check_reads(rng, s, 20)
+
+
+def _cursor_step(rng: random.Random, s: Stream, cursor: tuple[int, int]) -> tuple[int, int]:
+    """A read of a cursor (XREADGROUP >, XREAD, XRANGE paging): from just after the last ID it
+    was given, which the stream's seek hint serves without a rax walk; returns the next
+    cursor (back to the start at the end of the stream)."""
+    count = rng.choice([1, 3, 10])
+    served = s.range_resp(cursor, MAX_ID, count)
+    assert served is not None
+    parts, n = served
+    expected = s.range_reply(cursor, MAX_ID, count)
+    assert n == len(expected)
+    assert b"".join(parts) == encode(expected)[len(b"*%d\r\n" % n):], (cursor, count)
+    if not expected:
+        return (0, 0)
+    ms, seq = (int(x) for x in expected[-1][0].split(b"-"))
+    return (ms, seq + 1) if seq < 2**64 - 1 else (ms + 1, 0)
 
 
 def test_a_node_is_encoded_once_and_served_from_the_cache() -> None:
