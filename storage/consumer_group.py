@@ -76,10 +76,11 @@ _ID_KEY = struct.Struct(">QQ")  # id_to_key's layout, packed inline in the batch
 
 
 def _add_sorted(tree: Rax, keys: list[bytes], values: list[object] | None) -> None:
-    """Insert ascending ``keys`` (values None when ``values`` is None): built whole into
-    an empty tree, else appended at the end, else inserted."""
+    """Insert strictly ascending ``keys`` (values None when ``values`` is None): built
+    whole into an empty tree (which then shares the lists: the caller leaves them be),
+    else appended at the end, else inserted."""
     if not len(tree):
-        tree.fill_sorted(keys, values)
+        tree.fill_sorted(keys, values, False)
         return
     for i, key in enumerate(keys):
         value = None if values is None else values[i]
@@ -300,8 +301,10 @@ class ConsumerGroup:
             pack = _ID_KEY.pack
             keys = [pack(ms, seq) for ms, seq in ids]
         nacks = [NACK(now, 1, consumer) for _ in keys]
+        # (ids ascend, so keys do: the trees filled whole below share these two lists,
+        # which nothing changes afterwards)
         if not len(pel):  # a group whose consumers keep up: the PEL is built whole
-            pel.fill_sorted(keys, nacks)  # type: ignore[arg-type]
+            pel.fill_sorted(keys, nacks, False)  # type: ignore[arg-type]
         else:
             fresh: list[bytes] = []
             fresh_nacks: list[NACK] = []
@@ -322,7 +325,7 @@ class ConsumerGroup:
         if refs is None:
             refs = s.cgroups_ref = Rax()
         if not len(refs):
-            refs.fill_sorted(keys, [[self] for _ in keys])
+            refs.fill_sorted(keys, [[self] for _ in keys], False)
         else:
             for key in keys:
                 if not refs.append_max(key, [self]):
@@ -390,27 +393,38 @@ class ConsumerGroup:
         """XACK of every pending entry (a group whose consumers keep up): the trees are
         emptied whole instead of key by key.  Returns how many entries were pending, or
         0 (nothing changed) when ``keys`` does not cover the whole PEL."""
-        wanted = set(keys)
-        items = list(self.pel.items())
-        for key, _ in items:
-            if key not in wanted:
-                return 0
+        lazy = self.pel.lazy_items()
+        if lazy is not None and lazy[0] == keys:
+            # The usual case: the IDs of the last delivery, in order (the PEL as filled then).
+            pending, nacks = lazy
+        else:
+            wanted = set(keys)
+            items = list(self.pel.items())
+            for key, _ in items:
+                if key not in wanted:
+                    return 0
+            pending = [key for key, _ in items]
+            nacks = [nack for _, nack in items]
         self.pel.clear()
         self.pel_by_time.clear()
         self.nacked.clear()
         # Consumer PELs are parts of the group's: every one of them is empty now.
-        last = None
-        for _, nack in items:
-            owner = nack.consumer  # type: ignore[attr-defined]
-            if owner is not last and owner is not None:
-                owner.pel.clear()
-                last = owner
+        first = nacks[0].consumer  # type: ignore[attr-defined]
+        if first is not None and len(first.pel) == len(nacks):
+            first.pel.clear()  # (one consumer had them all)
+        else:
+            last = None
+            for nack in nacks:
+                owner = nack.consumer  # type: ignore[attr-defined]
+                if owner is not last and owner is not None:
+                    owner.pel.clear()
+                    last = owner
         if alone:
             s.cgroups_ref.clear()  # type: ignore[union-attr]
         else:
-            for key, _ in items:
+            for key in pending:
                 ref_remove(s, key, self)
-        return len(items)
+        return len(nacks)
 
     def read_history(
         self, s: Stream, consumer: Consumer, start: StreamID, count: int, now: int,

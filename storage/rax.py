@@ -85,6 +85,11 @@ class Rax:
     def __repr__(self) -> str:
         return f"<Rax keys={self._count} nodes={self._numnodes}>"
 
+    def lazy_items(self) -> tuple[list[bytes], list[object]] | None:
+        """(keys, values) of a tree filled by fill_sorted and not walked since (its nodes not
+        built yet), else None. Read-only: the tree keeps the lists."""
+        return self._lazy
+
     def find(self, key: bytes, default: object = None) -> object:
         """Value stored under ``key``, or ``default`` when the key is absent."""
         node = self._lookup(key)

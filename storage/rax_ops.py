@@ -208,22 +208,30 @@ def append_max(rax: Rax, key: bytes, value: object = None) -> bool:
     return True
 
 
-def fill_sorted(rax: Rax, keys: list[bytes], values: list[object] | None = None) -> None:
+def fill_sorted(rax: Rax, keys: list[bytes], values: list[object] | None = None,
+                checked: bool = True) -> None:
     """Fill an empty tree with ``keys`` (strictly ascending ``bytes``; ``values`` of
     the same length, or all None), built directly in its canonical shape: no walk
     per key.  Raises ValueError (the tree unchanged) if the tree is not empty or the
-    keys are not strictly ascending."""
+    keys are not strictly ascending.
+
+    With ``checked`` False the caller vouches for the keys' order and hands the lists
+    over: they are neither checked nor copied, so it must not change them afterwards (a
+    consumer group filling its four trees with one read's keys shares them this way)."""
     if rax._count:
         raise ValueError("fill_sorted needs an empty tree")
     if not keys:
         return
     if values is None:
         values = [None] * len(keys)
-    if len(values) != len(keys) or any(map(ge, keys, islice(keys, 1, None))):
-        raise ValueError("fill_sorted needs strictly ascending keys and one value each")
-    # The nodes are built when first needed (Rax.__getattr__): copies, so the caller may
-    # reuse its lists.
-    rax._lazy = (list(keys), list(values))
+    if checked:
+        if len(values) != len(keys) or any(map(ge, keys, islice(keys, 1, None))):
+            raise ValueError("fill_sorted needs strictly ascending keys and one value each")
+        # The nodes are built when first needed (Rax.__getattr__): copies, so the caller
+        # may reuse its lists.
+        keys = list(keys)
+        values = list(values)
+    rax._lazy = (keys, values)
     del rax._root, rax._numnodes
     rax._count = len(keys)
 

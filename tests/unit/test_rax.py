@@ -589,6 +589,23 @@ def test_fill_sorted_stream_keys_and_errors():
     e.verify()
 
 
+def test_fill_sorted_unchecked_shares_the_lists_until_the_tree_is_walked():
+    keys = [id_key(5, seq) for seq in range(6)]
+    values: list[object] = [b"v%d" % i for i in range(6)]
+    r = Rax()
+    r.fill_sorted(keys, values, False)
+    lazy = r.lazy_items()
+    assert lazy is not None and lazy[0] is keys and lazy[1] is values  # not copied
+    checked = Rax()
+    checked.fill_sorted(keys, values)
+    copied = checked.lazy_items()
+    assert copied is not None and copied[0] == keys and copied[0] is not keys
+    assert r.find(keys[3]) == b"v3"  # a walk builds the nodes: nothing lazy is left
+    assert r.lazy_items() is None and list(r.items()) == list(zip(keys, values, strict=True))
+    r.verify()
+    assert Rax().lazy_items() is None
+
+
 # -- a filled tree is built on first use: every operation sees the same tree ----------------
 
 
