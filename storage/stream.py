@@ -315,6 +315,76 @@ class Stream:
                 return self._add_to_tail(tail, body, 5, total, new)
         return self.append([field, value], None, True, now_ms, max_bytes, max_entries)
 
+    def star_appender(
+        self, max_bytes: int, max_entries: int
+    ) -> tuple[Callable[[list[bytes], int], StreamID | None], Callable[[], None]] | None:
+        """For a run of `XADD key * field value ...` (stream_cmds.xadd_pipelined): ``(add,
+        done)``, or None where append() must do each (no C step built, no tail node, a
+        master count past 7 bits).
+
+        ``add(fields, now_ms)`` puts one entry into the tail node, as append() would, and
+        returns its ID; or returns None with the stream unchanged where append() must take
+        over (the node is full, the sequence would wrap, the count's encoding would grow).
+        Meanwhile the stream's counters (length, last ID, the tail's counts) live in the
+        closure's variables, so a run costs no attribute writes: ``done()`` writes them back,
+        and must run before anything else reads the stream or append() takes over (and
+        before the appender is dropped). The tail's header is left behind, as append()
+        leaves it (_tail_behind)."""
+        if _append_entry is None:
+            return None
+        tail = self._tail
+        if tail is None and self.length:
+            tail = self._load_tail()
+        if tail is None:
+            return None
+        buf = tail.buf
+        if buf[HEADER_SIZE] >= 0x80:  # (the master count is past a 7-bit uint)
+            return None
+        mms, mseq = self._tail_master
+        names = self._tail_names
+        limit = max_bytes if 0 < max_bytes <= MAX_NODE_BYTES else MAX_NODE_BYTES
+        total = first_total = self._tail_total
+        nele = self._tail_nele
+        count = self._tail_count
+        length = self.length
+        last = self.last_id
+
+        def add(fields: list[bytes], now_ms: int) -> StreamID | None:
+            nonlocal total, nele, count, length, last
+            if (max_entries and total >= max_entries) or count >= 127:
+                return None
+            if now_ms > last[0]:
+                new = (now_ms, 0)
+            elif last[1] < _M64:
+                new = (last[0], last[1] + 1)
+            else:
+                return None
+            start = len(buf) - 1  # (where the entry goes: the end byte's place)
+            nbody = _append_entry(buf, new[0] - mms, new[1] - mseq, fields, names, limit)
+            if nbody <= 0:
+                return None
+            if not total % MARK_EVERY and tail.marks is not None:
+                tail.marks += mark_bytes(start - node_layout(tail)[2])
+            nele += nbody
+            total += 1
+            count += 1
+            length += 1
+            last = new
+            return new
+
+        def done() -> None:
+            if total == first_total:
+                return
+            self._tail_nele = nele
+            self._tail_total = total
+            self._tail_count = count
+            self._tail_behind = True
+            self.length = length
+            self.last_id = last
+            self.top_is_last_id = True
+
+        return add, done
+
     def append(
         self,
         fields: list[bytes],

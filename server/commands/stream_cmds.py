@@ -212,37 +212,55 @@ def xadd_pipelined(client: Client, spec: CommandSpec, commands: list[list[bytes]
     # One clock reading a command: where one ends the next starts (its time, and the end of
     # the duration its statistics count).
     now = _now_ns()
-    while j < end:
-        argv = commands[j]
-        argc = len(argv)
-        if argc < 5 or not argc & 1 or argv[2] != b"*" or argv[1] != key or argv[0] != name:
-            break
-        start = server.command_time_ns = now
-        if lfu:
-            access.touch(stream)
-        try:
-            if argc == 5:
-                new_id = stream.append_pair(argv[3], argv[4], start // 1_000_000, max_bytes,
-                                            max_entries)
-            else:
-                new_id = stream.append(argv[3:], None, True, start // 1_000_000, max_bytes,
-                                       max_entries)
-        except Exception:  # (StreamError before any change: xadd gives the error)
-            break
-        ms, seq = new_id
-        if ms != _ms_text.ms:
-            _ms_text.ms = ms
-            _ms_text.text = b"%d" % ms
-        id_bytes = _ms_text.text + (_SEQ_SUFFIX[seq] if seq < 256 else b"-%d" % seq)
-        if propagating:
-            server.propagate(db, [b"XADD", key, id_bytes, *argv[3:]])
-        out.append(BULK_HEADERS[len(id_bytes)] + id_bytes + CRLF)
-        now = _now_ns()
-        elapsed_us = (now - start) // 1000
-        recent.append(elapsed_us)
-        if elapsed_us >= notable_us:
-            server.note_slow_command(client, spec, argv, elapsed_us, id_bytes)
-        j += 1
+    # Entries go into the tail node through the stream's appender (its counters kept in
+    # the closure until done()); where it declines (a new node, say), append() takes over,
+    # its counters written back first, and a new appender follows.
+    appender = stream.star_appender(max_bytes, max_entries)
+    add, done = appender if appender is not None else (None, None)
+    try:
+        while j < end:
+            argv = commands[j]
+            argc = len(argv)
+            if (argc < 5 or not argc & 1 or argv[2] != b"*" or argv[1] != key
+                    or argv[0] != name):
+                break
+            start = server.command_time_ns = now
+            if lfu:
+                access.touch(stream)
+            new_id = None if add is None else add(argv[3:], start // 1_000_000)
+            if new_id is None:
+                if done is not None:
+                    done()
+                    add = done = None
+                try:
+                    if argc == 5:
+                        new_id = stream.append_pair(argv[3], argv[4], start // 1_000_000,
+                                                    max_bytes, max_entries)
+                    else:
+                        new_id = stream.append(argv[3:], None, True, start // 1_000_000,
+                                               max_bytes, max_entries)
+                except Exception:  # (StreamError before any change: xadd gives the error)
+                    break
+                appender = stream.star_appender(max_bytes, max_entries)
+                if appender is not None:
+                    add, done = appender
+            ms, seq = new_id
+            if ms != _ms_text.ms:
+                _ms_text.ms = ms
+                _ms_text.text = b"%d" % ms
+            id_bytes = _ms_text.text + (_SEQ_SUFFIX[seq] if seq < 256 else b"-%d" % seq)
+            if propagating:
+                server.propagate(db, [b"XADD", key, id_bytes, *argv[3:]])
+            out.append(BULK_HEADERS[len(id_bytes)] + id_bytes + CRLF)
+            now = _now_ns()
+            elapsed_us = (now - start) // 1000
+            recent.append(elapsed_us)
+            if elapsed_us >= notable_us:
+                server.note_slow_command(client, spec, argv, elapsed_us, id_bytes)
+            j += 1
+    finally:
+        if done is not None:
+            done()
     if j:
         if not propagating:
             server.dirty += j  # (all that propagate() does without an AOF or replicas)

@@ -232,3 +232,52 @@ def test_id_keys_in_c_is_the_strict_parser(args: list[bytes]) -> None:
             parse_strict_id(a)
         except CommandError:
             pass
+
+
+def _node_state(s: Stream) -> tuple:
+    return (s.length, s.last_id, s.first_id, s.entries_added,
+            [(key, bytes(lp.buf)) for key, lp in s.rax.items()],
+            [(eid, fields) for eid, fields in s.range((0, 0), (2**64 - 1, 2**64 - 1))])
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_star_appender_builds_what_append_builds(seed: int) -> None:
+    """A run through Stream.star_appender (append() taking over where it declines, as
+    xadd_pipelined does) leaves the stream append() alone leaves: node bytes, counts, IDs,
+    across full nodes (by bytes and by entries), master counts past 127 (no entry limit),
+    a sequence that reaches 2**64-1 and clocks that stand still or step back."""
+    rng = random.Random(seed)
+    limits = rng.choice([(4096, 100), (0, 0), (300, 5), (120, 0), (4096, 3), (1 << 20, 0)])
+    ms = rng.choice([10, 1_700_000_000_000])
+    runs = []
+    for _ in range(rng.randrange(1, 12)):
+        run = []
+        for _ in range(rng.randrange(1, 80)):
+            ms += rng.choice([0, 0, 1, -1])
+            names = rng.choice([[b"a"], [b"a", b"b"], [b"x", b"y", b"z"]])
+            run.append(([x for name in names for x in (name, rng.choice(_VALUES[:24]))], ms))
+        runs.append(run)
+    by_append, by_run = Stream(), Stream()
+    for s in (by_append, by_run):
+        # (a first ID ahead of the clock: the run's IDs count up its sequence, past 2**64-1)
+        s.append([b"a", b"first"], (ms + 20, 2**64 - 30 if seed % 3 == 0 else 0), True, ms,
+                 *limits)
+    for run in runs:
+        for fields, now_ms in run:
+            by_append.append(list(fields), None, True, now_ms, *limits)
+        appender = by_run.star_appender(*limits)
+        add, done = appender if appender is not None else (None, None)
+        for fields, now_ms in run:
+            new = None if add is None else add(list(fields), now_ms)
+            if new is None:
+                if done is not None:
+                    done()
+                    add = done = None
+                by_run.append(list(fields), None, True, now_ms, *limits)
+                appender = by_run.star_appender(*limits)
+                if appender is not None:
+                    add, done = appender
+        if done is not None:
+            done()
+        assert _node_state(by_run) == _node_state(by_append)
+    by_run.rax.verify()
