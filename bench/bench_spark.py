@@ -19,6 +19,8 @@ Fills one stream with N entries of three fields, then measures, in rows per seco
 
 The server started (unless ``--port``) keeps nothing on disk, whichever it is; ``--aof``
 turns the AOF on for it (fsync every second), so both are compared with the same work.
+``--pin-server`` gives the server a CPU of its own (Spark, its Python workers and this
+script share the others), as when it runs on its own machine.
 
 This is a script, not a test: wall-clock numbers depend on the machine (2 shared cores
 here; Spark, its Python workers and the server compete for them). A warm-up read starts
@@ -55,9 +57,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def server(kind: str, port: int | None, aof: bool = False) -> Iterator[int]:
+def server(kind: str, port: int | None, aof: bool = False, pin: bool = False) -> Iterator[int]:
     """Yield the port of a server: the given one, or a fresh redis-server/xstreamd, both
-    with the same persistence: none, or with ``aof`` the AOF (fsync every second) alone."""
+    with the same persistence: none, or with ``aof`` the AOF (fsync every second) alone.
+    With ``pin`` the server gets the first CPU to itself and this process (so Spark, which
+    it starts later) the others, as when the server runs on a machine of its own."""
     if port is not None:
         yield port
         return
@@ -75,6 +79,12 @@ def server(kind: str, port: int | None, aof: bool = False) -> Iterator[int]:
                *persistence]
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=subprocess.DEVNULL)
+    if pin:
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            raise SystemExit("--pin-server needs at least 2 CPUs")
+        os.sched_setaffinity(proc.pid, {cpus[0]})
+        os.sched_setaffinity(0, set(cpus[1:]))
     try:
         client = redis.Redis(port=port)
         deadline = time.monotonic() + 20
@@ -164,6 +174,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=2, help="runs per measurement (best)")
     parser.add_argument("--aof", action="store_true",
                         help="start the server with the AOF on (default: no persistence)")
+    parser.add_argument("--pin-server", action="store_true",
+                        help="the server on one CPU, Spark and this script on the others")
     parser.add_argument("--skip-write", action="store_true")
     parser.add_argument("--write-only", action="store_true",
                         help="only the batch write (the stream is not filled or read)")
@@ -171,7 +183,7 @@ def main() -> int:
     n = args.entries
     results: list[tuple[str, int, float]] = []
 
-    with server(args.server, args.port, args.aof) as port:
+    with server(args.server, args.port, args.aof, args.pin_server) as port:
         client = redis.Redis(port=port, protocol=2)
         raw = redis.Redis(port=port, protocol=2)
         raw.response_callbacks.clear()
