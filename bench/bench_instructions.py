@@ -52,6 +52,10 @@ if {per_ms}:
     server.dispatch._now_ns = itertools.accumulate(
         itertools.cycle((4_000, 1_000_000 // {per_ms} - 4_000)),
         initial=1_700_000_000_000_000_000).__next__
+    # The pipelined XADD run's clock (one reading a command): 4 us a command.
+    import server.commands.stream_cmds
+    server.commands.stream_cmds._now_ns = itertools.count(1_700_000_000_000_000_000,
+                                                          4_000).__next__
 import gc
 from bench_inprocess import encode, make_server
 server, conns = make_server(50)
