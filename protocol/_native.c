@@ -144,9 +144,37 @@ static PyObject *encode_command(PyObject *self, PyObject *argv) {
     return out;
 }
 
+PyDoc_STRVAR(has_big_count_doc,
+"has_big_count(data) -> bool\n\n"
+"Whether data holds '*' followed by 4 digits (the request reader's _BIG_COUNT_RE): an array\n"
+"header hiredis must not be given before its elements are there.");
+
+static PyObject *has_big_count(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const char *p = view.buf, *end = p + view.len;
+    int found = 0;
+    while (p < end) {
+        const char *star = memchr(p, '*', (size_t)(end - p));
+        if (star == NULL)
+            break;
+        if (end - star >= 5 && star[1] >= '0' && star[1] <= '9' && star[2] >= '0' &&
+            star[2] <= '9' && star[3] >= '0' && star[3] <= '9' && star[4] >= '0' &&
+            star[4] <= '9') {
+            found = 1;
+            break;
+        }
+        p = star + 1;
+    }
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(found);
+}
+
 static PyMethodDef methods[] = {
     {"frames_end", frames_end, METH_VARARGS, frames_end_doc},
     {"encode_command", encode_command, METH_O, encode_command_doc},
+    {"has_big_count", has_big_count, METH_O, has_big_count_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -88,6 +88,8 @@ _HEADER_SIZE = [3 + len(str(n)) for n in range(1024)]
 _JOIN = b"".join
 # The C check that hiredis's commands are the frames' exact bytes, or None (protocol/native.py).
 _frames_end = native.frames_end
+# _BIG_COUNT_RE.search(data) is not None, as one memchr pass in C when it is built.
+_has_big_count = native.has_big_count or (lambda data: _BIG_COUNT_RE.search(data) is not None)
 # direct() takes it for reads longer than this: on a command or two, the size sum below is
 # exact and costs less than the call (instructions counted by bench/bench_instructions.py).
 _C_CHECK_FROM = 512
@@ -184,7 +186,7 @@ class HiredisRequestReader(_RespParser):
         if data[0] != _STAR:
             return None
         n = len(data)
-        if _BIG_COUNT_RE.search(data) is not None and _hiredis_span(data, 0, n) < n:
+        if _has_big_count(data) and _hiredis_span(data, 0, n) < n:
             return None
         hr = self._fast_hr
         hr.feed(data)

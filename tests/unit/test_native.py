@@ -120,11 +120,12 @@ def test_encode_node_never_crashes_on_damaged_bytes(seed: int) -> None:
 
 def test_pure_python_setting_turns_the_c_loops_off() -> None:
     code = ("from storage import native; from protocol import native as resp; "
-            "print(native.available(), resp.frames_end, resp.encode_command)")
+            "print(native.available(), resp.frames_end, resp.encode_command, "
+            "resp.has_big_count, native.id_keys)")
     env = dict(os.environ, XSTREAMD_PURE_PYTHON="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True).stdout
-    assert out.strip() == "False None None"
+    assert out.strip() == "False None None None None"
 
 
 @needs_c_protocol
@@ -133,6 +134,19 @@ def test_pure_python_setting_turns_the_c_loops_off() -> None:
 def test_encode_command_in_c_is_the_python_encoding(argv: list[bytes]) -> None:
     assert resp_native.encode_command is not None
     assert resp_native.encode_command(argv) == encode_command_python(argv)
+
+
+@needs_c_protocol
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"*", b"1", b"0", b"9", b"12", b"1234", b"\r\n", b"$", b"x",
+                                 b"*999", b"*1000", b"-"]), max_size=30).map(b"".join))
+def test_has_big_count_is_the_reader_regex(data: bytes) -> None:
+    from protocol.reader import _BIG_COUNT_RE
+
+    assert resp_native.has_big_count is not None
+    expected = _BIG_COUNT_RE.search(data) is not None
+    assert resp_native.has_big_count(data) is expected
+    assert resp_native.has_big_count(bytearray(data)) is expected
 
 
 @needs_c_protocol
