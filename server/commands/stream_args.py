@@ -10,7 +10,6 @@ DELREF and ACKED behave exactly like KEEPREF.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
@@ -30,6 +29,7 @@ from storage.stream_id import (
     InvalidStreamID,
     StreamID,
     format_id,
+    id_to_key,
     parse_id,
     parse_range_bound,
     parse_xadd_id,
@@ -38,7 +38,6 @@ from storage.stream_id import (
 if TYPE_CHECKING:
     from server.client import Client
 
-_ID_KEY = struct.Struct(">QQ")  # storage.stream_id.id_to_key's layout
 _c_id_keys = native.id_keys
 
 # Entries as the storage yields them: (id, [f1, v1, f2, v2, ...]).
@@ -138,13 +137,12 @@ def parse_strict_id_keys(args: list[bytes]) -> list[bytes]:
             return keys
     out = []
     add = out.append
-    pack = _ID_KEY.pack
     for arg in args:
         ms, sep, seq = arg.partition(b"-")
         if sep and len(ms) < 20 and len(seq) < 20 and ms.isdigit() and seq.isdigit():
-            add(pack(int(ms), int(seq)))
+            add(id_to_key((int(ms), int(seq))))
         else:
-            add(pack(*parse_strict_id(arg)))
+            add(id_to_key(parse_strict_id(arg)))
     return out
 
 
