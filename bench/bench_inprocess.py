@@ -95,15 +95,19 @@ def run_group_case(server: Server, conn: Connection, rounds: int) -> float:
     return (time.process_time() - t0) / n * 1e6
 
 
-def make_server(clients: int) -> tuple[Server, list[Connection]]:
-    """A Server as `python -m server` builds it (persistence attached, no AOF, no snapshot,
-    in a temporary directory) and `clients` connected Connections on fake transports."""
+def make_server(clients: int, aof: bool = False) -> tuple[Server, list[Connection]]:
+    """A Server as `python -m server` builds it (persistence attached, no snapshot, the AOF
+    only with aof, in a temporary directory) and `clients` connected Connections on fake
+    transports."""
     workdir = tempfile.mkdtemp(prefix="xstreamd-bench-")
     os.chdir(workdir)
-    config = load_config(["--appendonly", "no", "--save", "", "--dir", workdir])
+    config = load_config(["--appendonly", "yes" if aof else "no", "--save", "",
+                          "--dir", workdir])
     server = Server(config)
     attach(server)  # persistence hooks, as `python -m server` has them
     server.loop = asyncio.new_event_loop()
+    if aof:
+        server.persistence.load()  # (serve's first step: opens the AOF)
     # The loop never runs: the driver calls before_sleep itself. Scheduling still marks it
     # scheduled, as the real one does, so it is asked for once per batch, not per command.
     server.schedule_before_sleep = lambda: setattr(  # type: ignore[method-assign]

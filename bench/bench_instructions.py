@@ -8,7 +8,7 @@ The count covers the interpreter and every C library it calls; it is a guide to 
 goes, not a time (a cache miss costs more than an add), so keep timing what you keep.
 
     python bench/bench_instructions.py "XADD s * f v" [--per-read 16] [--commands 5000]
-                                       [--per-ms 20] [--per-pass 10]
+                                       [--per-ms 20] [--per-pass 10] [--aof]
 
 --per-ms N gives the stream a clock that moves one millisecond every N reads (about the rate
 of bench/run.py's unpipelined XADD load): under valgrind's slowness the wall clock would make
@@ -58,7 +58,7 @@ if {per_ms}:
                                                           4_000).__next__
 import gc
 from bench_inprocess import encode, make_server
-server, conns = make_server(50)
+server, conns = make_server(50, aof={aof})
 chunk = encode({argv!r}) * {per_read}
 
 def reads(first, last):
@@ -78,9 +78,11 @@ server.before_sleep()
 """
 
 
-def instructions(argv: list[bytes], per_read: int, count: int, per_ms: int, per_pass: int) -> int:
+def instructions(argv: list[bytes], per_read: int, count: int, per_ms: int, per_pass: int,
+                 aof: bool) -> int:
     script = _DRIVER.format(here=HERE, root=os.path.dirname(HERE), argv=argv,
-                            per_read=per_read, count=count, per_ms=per_ms, per_pass=per_pass)
+                            per_read=per_read, count=count, per_ms=per_ms, per_pass=per_pass,
+                            aof=aof)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "driver.py")
         with open(path, "w") as fh:
@@ -106,14 +108,17 @@ def main() -> None:
                         help="reads per millisecond of a fixed stream clock (0: wall clock)")
     parser.add_argument("--per-pass", type=int, default=10,
                         help="reads per event-loop pass (before-sleep), 1 to 50")
+    parser.add_argument("--aof", action="store_true",
+                        help="with the AOF on (appendfsync everysec; the writes are counted)")
     args = parser.parse_args()
     if not 1 <= args.per_pass <= 50:
         parser.error("--per-pass must be 1 to 50")
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed (apt-get install -y valgrind)")
     argv = [a.encode() for a in args.command.split()]
-    base = instructions(argv, args.per_read, 0, args.per_ms, args.per_pass)
-    total = instructions(argv, args.per_read, args.commands, args.per_ms, args.per_pass)
+    base = instructions(argv, args.per_read, 0, args.per_ms, args.per_pass, args.aof)
+    total = instructions(argv, args.per_read, args.commands, args.per_ms, args.per_pass,
+                         args.aof)
     per_command = (total - base) / (args.commands * args.per_read)
     print(f"{per_command:,.0f} instructions per command ({sys.version.split()[0]}, "
           f"{sys.executable})")

@@ -12,7 +12,8 @@
  *
  * encode_command writes a command as clients send it, which is what every write costs on
  * its way to the AOF and the replicas (protocol/encoder.py's encode_command calls it first,
- * its Python loop being the fallback for arguments that are not bytes).
+ * its Python loop being the fallback for arguments that are not bytes); encode_commands
+ * writes a run of them (a pipeline of XADDs propagated together) into one bytes object.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -104,27 +105,25 @@ static size_t decimal_width(size_t n) {
     return width;
 }
 
-PyDoc_STRVAR(encode_command_doc,
-"encode_command(argv) -> bytes | None\n\n"
-"argv (a list of bytes) as a RESP array of bulk strings; None when argv is not a list or\n"
-"an argument is not bytes (the caller's Python encoder handles those).");
-
-static PyObject *encode_command(PyObject *self, PyObject *argv) {
+/* The size of argv's RESP; 0 when argv is not a list of bytes. */
+static size_t command_size(PyObject *argv) {
     if (!PyList_Check(argv))
-        Py_RETURN_NONE;
+        return 0;
     Py_ssize_t argc = PyList_GET_SIZE(argv);
     size_t size = 3 + decimal_width((size_t)argc);
     for (Py_ssize_t j = 0; j < argc; j++) {
         PyObject *arg = PyList_GET_ITEM(argv, j);
         if (!PyBytes_CheckExact(arg))
-            Py_RETURN_NONE;
+            return 0;
         size_t n = (size_t)PyBytes_GET_SIZE(arg);
         size += 5 + decimal_width(n) + n;
     }
-    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
-    if (out == NULL)
-        return NULL;
-    char *w = PyBytes_AS_STRING(out);
+    return size;
+}
+
+/* argv's RESP at w (command_size's bytes); returns its end. */
+static char *put_command(char *w, PyObject *argv) {
+    Py_ssize_t argc = PyList_GET_SIZE(argv);
     *w++ = '*';
     w = put_decimal(w, (size_t)argc);
     *w++ = '\r';
@@ -141,6 +140,47 @@ static PyObject *encode_command(PyObject *self, PyObject *argv) {
         *w++ = '\r';
         *w++ = '\n';
     }
+    return w;
+}
+
+PyDoc_STRVAR(encode_command_doc,
+"encode_command(argv) -> bytes | None\n\n"
+"argv (a list of bytes) as a RESP array of bulk strings; None when argv is not a list or\n"
+"an argument is not bytes (the caller's Python encoder handles those).");
+
+static PyObject *encode_command(PyObject *self, PyObject *argv) {
+    size_t size = command_size(argv);
+    if (size == 0)
+        Py_RETURN_NONE;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+    if (out == NULL)
+        return NULL;
+    put_command(PyBytes_AS_STRING(out), argv);
+    return out;
+}
+
+PyDoc_STRVAR(encode_commands_doc,
+"encode_commands(argvs) -> bytes | None\n\n"
+"Every argv of the list argvs encoded as encode_command does, one after the other, in one\n"
+"bytes object; None when one of them is not a list of bytes.");
+
+static PyObject *encode_commands(PyObject *self, PyObject *argvs) {
+    if (!PyList_Check(argvs))
+        Py_RETURN_NONE;
+    Py_ssize_t count = PyList_GET_SIZE(argvs);
+    size_t total = 0;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        size_t size = command_size(PyList_GET_ITEM(argvs, k));
+        if (size == 0)
+            Py_RETURN_NONE;
+        total += size;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (out == NULL)
+        return NULL;
+    char *w = PyBytes_AS_STRING(out);
+    for (Py_ssize_t k = 0; k < count; k++)
+        w = put_command(w, PyList_GET_ITEM(argvs, k));
     return out;
 }
 
@@ -174,6 +214,7 @@ static PyObject *has_big_count(PyObject *self, PyObject *arg) {
 static PyMethodDef methods[] = {
     {"frames_end", frames_end, METH_VARARGS, frames_end_doc},
     {"encode_command", encode_command, METH_O, encode_command_doc},
+    {"encode_commands", encode_commands, METH_O, encode_commands_doc},
     {"has_big_count", has_big_count, METH_O, has_big_count_doc},
     {NULL, NULL, 0, NULL},
 };

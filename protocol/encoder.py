@@ -32,6 +32,7 @@ from typing import Any
 from protocol import native
 
 _c_encode_command = native.encode_command
+_c_encode_commands = native.encode_commands
 
 __all__ = [
     "EMPTY_ARRAY",
@@ -49,6 +50,7 @@ __all__ = [
     "encode",
     "encode_command",
     "encode_command_python",
+    "encode_commands",
     "encode_entry",
     "encode_entries",
     "encode_into",
@@ -207,6 +209,15 @@ def encode_command(argv: list[bytes]) -> bytes:
         if data is not None:
             return data
     return encode_command_python(argv)
+
+
+def encode_commands(argvs: list[list[bytes]]) -> bytes:
+    """encode_command of each argv, joined: a run of writes propagated together."""
+    if _c_encode_commands is not None:
+        data = _c_encode_commands(argvs)
+        if data is not None:
+            return data
+    return b"".join(map(encode_command, argvs))
 
 
 def encode_command_python(argv: list[bytes]) -> bytes:

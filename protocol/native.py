@@ -1,10 +1,10 @@
 """The C build of the RESP frame checks and command encoder (protocol/_native.c), when
 there is one.
 
-``frames_end``, ``encode_command`` and ``has_big_count`` are None when the extension was not
-built (no compiler at install time) or when XSTREAMD_PURE_PYTHON is set in the environment
-(1, yes, true): the callers then run their Python code, which gives the same answers. The
-tests compare the two."""
+``frames_end``, ``encode_command``, ``encode_commands`` and ``has_big_count`` are None when
+the extension was not built (no compiler at install time) or when XSTREAMD_PURE_PYTHON is
+set in the environment (1, yes, true): the callers then run their Python code, which gives
+the same answers. The tests compare the two."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any
 
 frames_end: Callable[[Any, int, list[list[bytes]]], int] | None = None
 encode_command: Callable[[list[Any]], bytes | None] | None = None
+encode_commands: Callable[[list[list[Any]]], bytes | None] | None = None
 has_big_count: Callable[[Any], bool] | None = None
 
 
@@ -31,4 +32,5 @@ if c_wanted():
     else:
         frames_end = _native.frames_end
         encode_command = _native.encode_command
+        encode_commands = _native.encode_commands
         has_big_count = _native.has_big_count

@@ -176,10 +176,11 @@ def xadd(client: Client, argv: list[bytes]) -> object:
 def xadd_pipelined(client: Client, spec: CommandSpec, commands: list[list[bytes]]) -> int:
     """run_commands' way for a pipeline of `XADD key * field value ...` to one stream (a
     producer's batch; the Spark sink writes this way): the key looked up once, then each
-    entry appended, answered, propagated and timed as xadd's first branch does, and the key
-    signalled once at the end (WATCH, blocked readers and tracking see one change as they
-    would see several). Stops before the first command that is anything else (another key,
-    an option, one whose append fails), which goes the usual way; 0 when the first one is.
+    entry appended, answered and timed as xadd's first branch does, and at the end the
+    effects propagated together and the key signalled once (WATCH, blocked readers and
+    tracking see one change as they would see several). Stops before the first command that
+    is anything else (another key, an option, one whose append fails), which goes the usual
+    way; 0 when the first one is.
     (commands[0] is known to be an XADD of the right arity, for a client that may run it.)
     Not with keyspace notifications, which come per command, nor in a database with keys
     that may expire."""
@@ -203,7 +204,9 @@ def xadd_pipelined(client: Client, spec: CommandSpec, commands: list[list[bytes]
         stream.lru = access.lru_clock
     max_bytes = server.stream_node_max_bytes
     max_entries = server.stream_node_max_entries
-    propagating = server.propagate_hooks
+    # The effects, propagated together at the end (Server.propagate_run) when anyone
+    # listens: XADD with each entry's ID.
+    effects: list[list[bytes]] | None = [] if server.propagate_hooks else None
     recent = spec.recent  # (command_stats.py)
     notable_us = server.notable_us
     out = client.out
@@ -249,8 +252,8 @@ def xadd_pipelined(client: Client, spec: CommandSpec, commands: list[list[bytes]
                 _ms_text.ms = ms
                 _ms_text.text = b"%d" % ms
             id_bytes = _ms_text.text + (_SEQ_SUFFIX[seq] if seq < 256 else b"-%d" % seq)
-            if propagating:
-                server.propagate(db, [b"XADD", key, id_bytes, *argv[3:]])
+            if effects is not None:
+                effects.append([b"XADD", key, id_bytes, *argv[3:]])
             out.append(BULK_HEADERS[len(id_bytes)] + id_bytes + CRLF)
             now = _now_ns()
             elapsed_us = (now - start) // 1000
@@ -261,8 +264,10 @@ def xadd_pipelined(client: Client, spec: CommandSpec, commands: list[list[bytes]
     finally:
         if done is not None:
             done()
+        if effects:
+            server.propagate_run(db, effects)
     if j:
-        if not propagating:
+        if effects is None:
             server.dirty += j  # (all that propagate() does without an AOF or replicas)
         client.last_cmd = spec.fullname_bytes
         if server.watched_keys or server.blocking.blocking_keys or server.tracking_active:

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from protocol.encoder import encode_command
+from protocol.encoder import encode_command, encode_commands
 
 FsyncFn = Callable[[int], None]
 
@@ -168,6 +168,12 @@ class AofWriter:
             self.selected_db = db
         buf += encode_command(argv)
         self.fresh = True
+
+    def feed_run(self, db: int, argvs: list[list[bytes]]) -> None:
+        """feed() of each argv in turn (Server.propagate_run): the first one through feed(),
+        which wakes the write pass and selects the database, the rest encoded in one go."""
+        self.feed(db, argvs[0])
+        self.buf += encode_commands(argvs[1:])
 
     def reset_selected_db(self) -> None:
         self.selected_db = -1

@@ -56,6 +56,11 @@ def _make_feed(p: Persistence) -> Callable[[int, list[bytes]], None]:
         if not p.server.loading:
             p.writer.feed(db, argv)
 
+    def feed_run(db: int, argvs: list[list[bytes]]) -> None:
+        if not p.server.loading:
+            p.writer.feed_run(db, argvs)
+
+    feed.run = feed_run  # type: ignore[attr-defined]  # (Server.propagate_run)
     return feed
 
 

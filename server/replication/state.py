@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from protocol.encoder import encode_command
+from protocol.encoder import encode_command, encode_commands
 from server.replication.backlog import Backlog
 from server.replication.full_sync import FullSync
 from server.replication.roles import Waiters
@@ -52,6 +52,7 @@ class Replication:
         self.input_bytes = 0  # total_net_repl_input_bytes
         self.full_sync = FullSync(self)
         self.waiters = Waiters(self)
+        self.feed = self._feed_hook()  # the propagate hook, while there is a backlog
         server.config.on_change("repl-backlog-size", self._resize_backlog)
 
     @property
@@ -98,16 +99,28 @@ class Replication:
         if self.backlog is not None:
             self.backlog.resize(size)
 
-    def feed(self, dbid: int, argv: list[bytes]) -> None:
+    def _feed_hook(self) -> Callable[[int, list[bytes]], None]:
         """The propagate hook (replicationFeedSlaves): a write's effect joins the stream.
-        A replica passes on its primary's stream as it came instead (feed_stream)."""
-        if self.master is not None:
-            return
-        data = encode_command(argv)
+        A replica passes on its primary's stream as it came instead (feed_stream). A plain
+        function, with a `run` form for a run of writes (Server.propagate_run)."""
+
+        def feed(dbid: int, argv: list[bytes]) -> None:
+            if self.master is None:
+                self.feed_stream(self._select(dbid, encode_command(argv)))
+
+        def feed_run(dbid: int, argvs: list[list[bytes]]) -> None:
+            if self.master is None:
+                self.feed_stream(self._select(dbid, encode_commands(argvs)))
+
+        feed.run = feed_run  # type: ignore[attr-defined]
+        return feed
+
+    def _select(self, dbid: int, data: bytes) -> bytes:
+        """data, after a SELECT when the stream last selected another database."""
         if dbid != self.seldb and dbid >= 0:
             data = encode_command([b"SELECT", str(dbid).encode()]) + data
             self.seldb = dbid
-        self.feed_stream(data)
+        return data
 
     def feed_stream(self, data: bytes) -> None:
         """Bytes of the stream: into the backlog and to every replica attached."""

@@ -52,6 +52,22 @@ def test_select_is_inserted_when_the_database_changes(tmp_path) -> None:
     w.retire()
 
 
+def test_a_run_is_written_as_its_commands_one_by_one(tmp_path) -> None:
+    w = AofWriter("no")
+    w.open(str(tmp_path / "a.aof"))
+    w.feed(0, [b"SET", b"a", b"1"])
+    w.feed_run(2, [[b"XADD", b"s", b"1-1", b"f", b"v"], [b"XADD", b"s", b"1-2", b"f", b""]])
+    w.feed_run(2, [[b"XADD", b"s", b"1-3", b"g", b"w" * 300]])
+    w.feed(0, [b"DEL", b"a"])
+    assert w.flush()
+    assert _commands(_read(w.path)) == [
+        [b"SELECT", b"0"], [b"SET", b"a", b"1"], [b"SELECT", b"2"],
+        [b"XADD", b"s", b"1-1", b"f", b"v"], [b"XADD", b"s", b"1-2", b"f", b""],
+        [b"XADD", b"s", b"1-3", b"g", b"w" * 300], [b"SELECT", b"0"], [b"DEL", b"a"],
+    ]
+    w.retire()
+
+
 def test_new_file_starts_with_select_again(tmp_path) -> None:
     w = AofWriter("no")
     w.open(str(tmp_path / "1.aof"))

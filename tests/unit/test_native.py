@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol import native as resp_native
-from protocol.encoder import encode_command, encode_command_python
+from protocol.encoder import encode_command, encode_command_python, encode_commands
 from storage import native, stream_resp
 from storage.stream import Stream
 from storage.stream_node import enc_diff, encode_entry
@@ -121,11 +121,11 @@ def test_encode_node_never_crashes_on_damaged_bytes(seed: int) -> None:
 def test_pure_python_setting_turns_the_c_loops_off() -> None:
     code = ("from storage import native; from protocol import native as resp; "
             "print(native.available(), resp.frames_end, resp.encode_command, "
-            "resp.has_big_count, native.id_keys)")
+            "resp.encode_commands, resp.has_big_count, native.id_keys)")
     env = dict(os.environ, XSTREAMD_PURE_PYTHON="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True).stdout
-    assert out.strip() == "False None None None None"
+    assert out.strip() == "False None None None None None"
 
 
 @needs_c_protocol
@@ -134,6 +134,23 @@ def test_pure_python_setting_turns_the_c_loops_off() -> None:
 def test_encode_command_in_c_is_the_python_encoding(argv: list[bytes]) -> None:
     assert resp_native.encode_command is not None
     assert resp_native.encode_command(argv) == encode_command_python(argv)
+
+
+@needs_c_protocol
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.binary(max_size=100), max_size=12), max_size=10))
+def test_encode_commands_in_c_is_each_encoding_joined(argvs: list[list[bytes]]) -> None:
+    assert resp_native.encode_commands is not None
+    assert resp_native.encode_commands(argvs) == b"".join(map(encode_command_python, argvs))
+
+
+@needs_c_protocol
+def test_encode_commands_leaves_what_is_not_bytes_to_python() -> None:
+    assert resp_native.encode_commands is not None
+    assert resp_native.encode_commands([[b"SET", b"k", b"v"], [b"SET", b"k", 1]]) is None
+    assert resp_native.encode_commands([[b"PING"], (b"PING",)]) is None
+    assert encode_commands([[b"SET", b"k", b"v"], [b"INCRBY", b"k", 2]]) == (
+        encode_command_python([b"SET", b"k", b"v"]) + encode_command_python([b"INCRBY", b"k", 2]))
 
 
 @needs_c_protocol

@@ -20,15 +20,30 @@ from server.log import Logger
 from storage.stream import Stream
 
 
-def _server(propagate: bool = True) -> tuple[Server, Client, list[tuple[int, list[bytes]]]]:
+def _server(propagate: str = "hook") -> tuple[Server, Client, list[tuple[int, list[bytes]]]]:
+    """propagate: "hook" (a hook that takes one effect at a time), "run" (one with a run form
+    too, as the AOF's and the replicas' have: a run's effects come to it in one call, counted
+    as a None in the record) or "none" (without a hook only the dirty counter moves)."""
     config = Config()
     config.set_from_text("appendonly", "no")
     config.set_from_text("stream-node-max-entries", "7")  # (runs cross node boundaries)
     server = Server(config, Logger("nothing"))
     server._before_sleep_scheduled = True  # (no event loop: nothing to schedule)
     propagated: list[tuple[int, list[bytes]]] = []
-    if propagate:  # (as an AOF or a replica would; without one only the dirty counter moves)
-        server.propagate_hooks.append(lambda dbid, argv: propagated.append((dbid, list(argv))))
+    runs: list[int] = []
+
+    def hook(dbid: int, argv: list[bytes]) -> None:
+        propagated.append((dbid, list(argv)))
+
+    def hook_run(dbid: int, argvs: list[list[bytes]]) -> None:
+        runs.append(len(argvs))
+        propagated.extend((dbid, list(argv)) for argv in argvs)
+
+    if propagate == "run":
+        hook.run = hook_run  # type: ignore[attr-defined]
+    if propagate != "none":
+        server.propagate_hooks.append(hook)
+    server.propagated_runs = runs  # type: ignore[attr-defined]  # (for the tests' checks)
     return server, Client(1, server, None), propagated
 
 
@@ -75,9 +90,9 @@ def _state(server: Server) -> tuple:
     return streams, server.dirty
 
 
-@pytest.mark.parametrize("propagate", [True, False], ids=["propagated", "not-propagated"])
+@pytest.mark.parametrize("propagate", ["hook", "run", "none"])
 @pytest.mark.parametrize("seed", range(40))
-def test_a_pipeline_answers_as_its_commands_one_by_one(seed: int, propagate: bool, clocks,
+def test_a_pipeline_answers_as_its_commands_one_by_one(seed: int, propagate: str, clocks,
                                                        monkeypatch) -> None:
     rng = random.Random(seed)
     runs = []
@@ -101,6 +116,7 @@ def test_a_pipeline_answers_as_its_commands_one_by_one(seed: int, propagate: boo
             run_commands(client, [argv])
         if whole:
             run_commands(client, [list(argv) for argv in pipeline])
+            runs_propagated = server.propagated_runs  # type: ignore[attr-defined]
         else:
             for argv in pipeline:
                 run_commands(client, [list(argv)])
@@ -110,6 +126,8 @@ def test_a_pipeline_answers_as_its_commands_one_by_one(seed: int, propagate: boo
     assert outcomes[0] == outcomes[1]
     if len(pipeline) > 1 and pipeline[0][:3] == [b"XADD", b"s", b"*"] and len(pipeline[0]) & 1:
         assert runs and runs[0] >= 1  # the whole read started with a run it took
+        if propagate == "run":  # whose effects went to the run form together
+            assert runs_propagated[0] == runs[0]
 
 
 def test_it_steps_aside_for_keyspace_events_monitors_and_new_keys(clocks) -> None:
