@@ -17,6 +17,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -457,18 +458,35 @@ static PyObject *entry_args(PyObject *ms_obj, PyObject *seq_obj, PyObject *field
 
 /* An entry's elements (stream_node.encode_entry's) into b: its flags, its ID's differences
  * from the master entry, then with same (the fields are the master entry's) the values,
- * else their count and every field and value, then lp-count. fields: bytes (entry_args). */
-static int put_entry(Buf *b, uint64_t msd, uint64_t seqd, PyObject *fields, int same) {
-    Py_ssize_t nitems = PySequence_Fast_GET_SIZE(fields), npairs = nitems / 2;
+ * else their count and every field and value, then lp-count. items: nitems bytes. */
+static int put_entry(Buf *b, uint64_t msd, uint64_t seqd, PyObject *const *items,
+                     Py_ssize_t nitems, int same) {
+    Py_ssize_t npairs = nitems / 2;
     if (put_int_elem(b, same ? FLAG_SAMEFIELDS : 0) < 0 || put_int_elem(b, (int64_t)msd) < 0 ||
         put_int_elem(b, (int64_t)seqd) < 0 || (!same && put_int_elem(b, npairs) < 0))
         return -1;
     for (Py_ssize_t i = same ? 1 : 0; i < nitems; i += same ? 2 : 1) {
-        PyObject *item = PySequence_Fast_GET_ITEM(fields, i);
+        PyObject *item = items[i];
         if (put_value_elem(b, PyBytes_AS_STRING(item), (size_t)PyBytes_GET_SIZE(item)) < 0)
             return -1;
     }
     return put_int_elem(b, same ? npairs + 3 : 2 * npairs + 4);
+}
+
+/* Whether the field names of items (nitems bytes: field, value, ...) are names, in order
+ * (a SAMEFIELDS entry). */
+static int same_fields(PyObject *const *items, Py_ssize_t nitems, PyObject *names) {
+    if (PySequence_Fast_GET_SIZE(names) != nitems / 2)
+        return 0;
+    for (Py_ssize_t i = 0; i < nitems / 2; i++) {
+        PyObject *field = items[2 * i];
+        PyObject *name = PySequence_Fast_GET_ITEM(names, i);
+        if (!PyBytes_Check(name) || PyBytes_GET_SIZE(name) != PyBytes_GET_SIZE(field) ||
+            memcmp(PyBytes_AS_STRING(name), PyBytes_AS_STRING(field),
+                   (size_t)PyBytes_GET_SIZE(field)) != 0)
+            return 0;
+    }
+    return 1;
 }
 
 PyDoc_STRVAR(append_entry_doc,
@@ -515,17 +533,9 @@ static PyObject *append_entry(PyObject *self, PyObject *const *args, Py_ssize_t 
         result = PyLong_FromLong(-1);
         goto done;
     }
-    /* SAMEFIELDS when the names are the master entry's, in order. */
-    int same = PySequence_Fast_GET_SIZE(names) == nitems / 2;
-    for (Py_ssize_t i = 0; same && i < nitems / 2; i++) {
-        PyObject *field = PySequence_Fast_GET_ITEM(fields, 2 * i);
-        PyObject *name = PySequence_Fast_GET_ITEM(names, i);
-        if (!PyBytes_Check(name) || PyBytes_GET_SIZE(name) != PyBytes_GET_SIZE(field) ||
-            memcmp(PyBytes_AS_STRING(name), PyBytes_AS_STRING(field),
-                   (size_t)PyBytes_GET_SIZE(field)) != 0)
-            same = 0;
-    }
-    if (put_entry(&b, msd, seqd, fields, same) < 0 || buf_put(&b, "\xff", 1) < 0)
+    PyObject *const *items = PySequence_Fast_ITEMS(fields);
+    int same = same_fields(items, nitems, names);  /* SAMEFIELDS */
+    if (put_entry(&b, msd, seqd, items, nitems, same) < 0 || buf_put(&b, "\xff", 1) < 0)
         goto done;
     if (PyByteArray_Resize(buf, size - 1 + (Py_ssize_t)b.len) < 0)
         goto done;
@@ -536,6 +546,271 @@ done:
     Py_DECREF(fields);
     Py_DECREF(names);
     return result;
+}
+
+/* -- a run of XADD key * ... -------------------------------------------------------------- */
+
+static PyObject *XADD_NAME; /* b"XADD": the propagated command's name */
+
+/* Whether o is bytes equal to b. */
+static inline int bytes_eq(PyObject *o, PyObject *b) {
+    if (o == b)
+        return 1;
+    Py_ssize_t n = PyBytes_GET_SIZE(b);
+    return PyBytes_CheckExact(o) && PyBytes_GET_SIZE(o) == n &&
+           memcmp(PyBytes_AS_STRING(o), PyBytes_AS_STRING(b), (size_t)n) == 0;
+}
+
+/* The clock's reading (an int of nanoseconds) in *out; -1 with an exception set. */
+static int read_clock(PyObject *clock, long long *out) {
+    PyObject *t = PyObject_CallNoArgs(clock);
+    if (t == NULL)
+        return -1;
+    *out = PyLong_AsLongLong(t);
+    Py_DECREF(t);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* Python's floor division by a positive d. */
+static inline long long floor_div(long long n, long long d) {
+    long long q = n / d;
+    return (n % d != 0 && n < 0) ? q - 1 : q;
+}
+
+PyDoc_STRVAR(xadd_star_run_doc,
+"xadd_star_run(commands, j, key, name, buf, names, fixed, state, clock, recent, notable_us,\n"
+"              effects, out) -> (j, start_ns, slow_us, slow_id, marks)\n\n"
+"stream_cmds.xadd_pipelined's loop over a run of `XADD key * field value ...`, from\n"
+"commands[j] on, into the tail node buf of a stream (Stream.star_appender's, whose\n"
+"arguments these are). fixed: (master ms, master seq, the node's byte limit, its entry\n"
+"limit or 0, the first entry's offset or -1 when the node keeps no seek marks,\n"
+"MARK_EVERY); state: [entries, elements, count, length, last ms, last seq, clock ns], read\n"
+"at the start and written back at the end, whatever happens. For each command: its start\n"
+"is state's clock reading; its entry goes in as append_entry puts it, with the next ID; its\n"
+"reply (the ID as a bulk string) joins the others, which go to out as one bytes object; its\n"
+"effect `XADD key id field value ...` is appended to effects unless effects is None; the\n"
+"clock is read again, and the microseconds between go to recent.\n\n"
+"Stops before a command of another shape (key, name, an option, arguments that are not\n"
+"bytes), one that append() must take (the node full, its count at 127, a sequence that\n"
+"would wrap), and after one that took notable_us or more: slow_us is then its duration and\n"
+"slow_id its ID (else -1 and None). start_ns is the start of the last command taken; marks\n"
+"the seek marks of the entries added, for the caller to add to the node's.");
+
+static PyObject *xadd_star_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError, "xadd_star_run takes 13 arguments");
+        return NULL;
+    }
+    PyObject *commands = args[0], *key = args[2], *name = args[3], *buf = args[4],
+             *names_arg = args[5], *fixed = args[6], *state = args[7], *clock = args[8],
+             *recent = args[9], *effects = args[11], *out = args[12];
+    if (!PyList_CheckExact(commands) || !PyBytes_CheckExact(key) || !PyBytes_CheckExact(name) ||
+        !PyByteArray_Check(buf) || !PyTuple_Check(fixed) || PyTuple_GET_SIZE(fixed) != 6 ||
+        !PyList_CheckExact(state) || PyList_GET_SIZE(state) != 7 ||
+        !PyList_CheckExact(recent) || !PyList_CheckExact(out) ||
+        (effects != Py_None && !PyList_CheckExact(effects))) {
+        PyErr_SetString(PyExc_TypeError, "xadd_star_run: wrong argument types");
+        return NULL;
+    }
+    Py_ssize_t j = PyLong_AsSsize_t(args[1]);
+    int overflow;
+    long long notable_us = PyLong_AsLongLongAndOverflow(args[10], &overflow);
+    if (overflow > 0) /* (nothing is notable: Server.notable_us is 2**64 then) */
+        notable_us = LLONG_MAX;
+    uint64_t mms = PyLong_AsUnsignedLongLongMask(PyTuple_GET_ITEM(fixed, 0));
+    uint64_t mseq = PyLong_AsUnsignedLongLongMask(PyTuple_GET_ITEM(fixed, 1));
+    Py_ssize_t limit = PyLong_AsSsize_t(PyTuple_GET_ITEM(fixed, 2));
+    long long max_entries = PyLong_AsLongLong(PyTuple_GET_ITEM(fixed, 3));
+    Py_ssize_t marks_from = PyLong_AsSsize_t(PyTuple_GET_ITEM(fixed, 4));
+    long long mark_every = PyLong_AsLongLong(PyTuple_GET_ITEM(fixed, 5));
+    long long total = PyLong_AsLongLong(PyList_GET_ITEM(state, 0));
+    long long nele = PyLong_AsLongLong(PyList_GET_ITEM(state, 1));
+    long long count = PyLong_AsLongLong(PyList_GET_ITEM(state, 2));
+    long long length = PyLong_AsLongLong(PyList_GET_ITEM(state, 3));
+    uint64_t last_ms = PyLong_AsUnsignedLongLong(PyList_GET_ITEM(state, 4));
+    uint64_t last_seq = PyLong_AsUnsignedLongLong(PyList_GET_ITEM(state, 5));
+    long long now = PyLong_AsLongLong(PyList_GET_ITEM(state, 6));
+    if (PyErr_Occurred())
+        return NULL;
+    if (mark_every < 1) {
+        PyErr_SetString(PyExc_ValueError, "xadd_star_run: MARK_EVERY must be positive");
+        return NULL;
+    }
+    PyObject *names = PySequence_Fast(names_arg, "names must be a sequence");
+    if (names == NULL)
+        return NULL;
+    int failed = 0;
+    Buf entry = {0}, replies = {0}, marks = {0};
+    long long start = now, slow_us = -1;
+    PyObject *slow_id = NULL;
+    Py_ssize_t end = PyList_GET_SIZE(commands);
+    uint64_t top = (uint64_t)-1;
+    for (; j < end; j++) {
+        PyObject *argv = PyList_GET_ITEM(commands, j);
+        if (!PyList_CheckExact(argv))
+            break;
+        Py_ssize_t argc = PyList_GET_SIZE(argv);
+        if (argc < 5 || !(argc & 1))
+            break;
+        PyObject *const *av = PySequence_Fast_ITEMS(argv);
+        PyObject *star = av[2];
+        if (!PyBytes_CheckExact(star) || PyBytes_GET_SIZE(star) != 1 ||
+            PyBytes_AS_STRING(star)[0] != '*' || !bytes_eq(av[1], key) || !bytes_eq(av[0], name))
+            break;
+        PyObject *const *items = av + 3;
+        Py_ssize_t nitems = argc - 3, elelen = 0;
+        int all_bytes = 1;
+        for (Py_ssize_t i = 0; i < nitems; i++) {
+            if (!PyBytes_CheckExact(items[i])) {
+                all_bytes = 0;
+                break;
+            }
+            elelen += PyBytes_GET_SIZE(items[i]);
+        }
+        if (!all_bytes || (max_entries && total >= max_entries) || count >= 127)
+            break;
+        /* The ID: the clock's millisecond, or the next sequence in the last one's. */
+        long long now_ms = floor_div(now, 1000000);
+        uint64_t ms, seq;
+        if (now_ms >= 0 && (uint64_t)now_ms > last_ms) {
+            ms = (uint64_t)now_ms;
+            seq = 0;
+        } else if (last_seq < top) {
+            ms = last_ms;
+            seq = last_seq + 1;
+        } else {
+            break;
+        }
+        Py_ssize_t size = PyByteArray_GET_SIZE(buf);
+        if (size < 1 || size + elelen >= limit)
+            break;
+        int same = same_fields(items, nitems, names);
+        entry.len = 0;
+        if (put_entry(&entry, ms - mms, seq - mseq, items, nitems, same) < 0 ||
+            buf_put(&entry, "\xff", 1) < 0 ||
+            PyByteArray_Resize(buf, size - 1 + (Py_ssize_t)entry.len) < 0) {
+            failed = 1;
+            break;
+        }
+        memcpy(PyByteArray_AS_STRING(buf) + size - 1, entry.data, entry.len);
+        if (marks_from >= 0 && total % mark_every == 0) {
+            Py_ssize_t rel = size - 1 - marks_from; /* stream_seek.mark_bytes */
+            if (rel <= 0xFFFF) {
+                uint16_t mark = (uint16_t)rel;
+                if (buf_put(&marks, &mark, 2) < 0) {
+                    failed = 1; /* (the entry is in: count it below) */
+                }
+            }
+        }
+        nele += same ? nitems / 2 + 4 : nitems + 5;
+        total++;
+        count++;
+        length++;
+        last_ms = ms;
+        last_seq = seq;
+        start = now;
+        if (failed) {
+            j++;
+            break;
+        }
+        /* The reply, the effect, the duration. */
+        char id[48];
+        size_t idlen = u64_text(ms, id);
+        id[idlen++] = '-';
+        idlen += u64_text(seq, id + idlen);
+        char head[24];
+        head[0] = '$';
+        size_t headlen = 1 + u64_text(idlen, head + 1);
+        PyObject *id_obj = NULL;
+        if (buf_put(&replies, head, headlen) < 0 || buf_put(&replies, "\r\n", 2) < 0 ||
+            buf_put(&replies, id, idlen) < 0 || buf_put(&replies, "\r\n", 2) < 0 ||
+            (id_obj = PyBytes_FromStringAndSize(id, (Py_ssize_t)idlen)) == NULL) {
+            failed = 1;
+            j++;
+            break;
+        }
+        if (effects != Py_None) {
+            PyObject *effect = PyList_New(argc);
+            if (effect == NULL) {
+                Py_DECREF(id_obj);
+                failed = 1;
+                j++;
+                break;
+            }
+            Py_INCREF(XADD_NAME);
+            PyList_SET_ITEM(effect, 0, XADD_NAME);
+            Py_INCREF(key);
+            PyList_SET_ITEM(effect, 1, key);
+            Py_INCREF(id_obj);
+            PyList_SET_ITEM(effect, 2, id_obj);
+            for (Py_ssize_t i = 0; i < nitems; i++) {
+                Py_INCREF(items[i]);
+                PyList_SET_ITEM(effect, 3 + i, items[i]);
+            }
+            int appended = PyList_Append(effects, effect);
+            Py_DECREF(effect);
+            if (appended < 0) {
+                Py_DECREF(id_obj);
+                failed = 1;
+                j++;
+                break;
+            }
+        }
+        long long later;
+        PyObject *us_obj = NULL;
+        if (read_clock(clock, &later) < 0 ||
+            (us_obj = PyLong_FromLongLong(floor_div(later - start, 1000))) == NULL ||
+            PyList_Append(recent, us_obj) < 0) {
+            Py_XDECREF(us_obj);
+            Py_DECREF(id_obj);
+            failed = 1;
+            j++;
+            break;
+        }
+        Py_DECREF(us_obj);
+        now = later;
+        if (floor_div(later - start, 1000) >= notable_us) {
+            slow_us = floor_div(later - start, 1000);
+            slow_id = id_obj; /* (the reference passes to the result) */
+            j++;
+            break;
+        }
+        Py_DECREF(id_obj);
+    }
+    /* Written back whatever happened: the entries added are in the node. */
+    PyObject *values[7] = {PyLong_FromLongLong(total), PyLong_FromLongLong(nele),
+                           PyLong_FromLongLong(count), PyLong_FromLongLong(length),
+                           PyLong_FromUnsignedLongLong(last_ms),
+                           PyLong_FromUnsignedLongLong(last_seq), PyLong_FromLongLong(now)};
+    for (int k = 0; k < 7; k++) {
+        if (values[k] == NULL) {
+            failed = 1;
+            continue;
+        }
+        PyList_SetItem(state, k, values[k]); /* (steals the reference) */
+    }
+    if (replies.len) {
+        PyObject *chunk = PyBytes_FromStringAndSize(replies.data, (Py_ssize_t)replies.len);
+        if (chunk == NULL || PyList_Append(out, chunk) < 0)
+            failed = 1;
+        Py_XDECREF(chunk);
+    }
+    PyObject *marks_obj = PyBytes_FromStringAndSize(marks.data ? marks.data : "",
+                                                    (Py_ssize_t)marks.len);
+    PyMem_Free(entry.data);
+    PyMem_Free(replies.data);
+    PyMem_Free(marks.data);
+    Py_DECREF(names);
+    if (failed || marks_obj == NULL) {
+        Py_XDECREF(marks_obj);
+        Py_XDECREF(slow_id);
+        return NULL;
+    }
+    if (slow_id == NULL) {
+        slow_id = Py_None;
+        Py_INCREF(Py_None);
+    }
+    return Py_BuildValue("(nLLNN)", j, start, slow_us, slow_id, marks_obj);
 }
 
 /* -- IDs as rax keys ------------------------------------------------------------------------ */
@@ -602,6 +877,8 @@ other:
 
 static PyMethodDef methods[] = {
     {"append_entry", (PyCFunction)(void (*)(void))append_entry, METH_FASTCALL, append_entry_doc},
+    {"xadd_star_run", (PyCFunction)(void (*)(void))xadd_star_run, METH_FASTCALL,
+     xadd_star_run_doc},
     {"id_keys", id_keys, METH_O, id_keys_doc},
     {"encode_node", encode_node, METH_VARARGS, encode_node_doc},
     {NULL, NULL, 0, NULL},
@@ -613,4 +890,8 @@ static struct PyModuleDef module = {
     -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__native(void) {
+    if (XADD_NAME == NULL && (XADD_NAME = PyBytes_FromString("XADD")) == NULL)
+        return NULL;
+    return PyModule_Create(&module);
+}

@@ -73,6 +73,7 @@ from storage.stream_trim import trim_stream
 
 # The C build of an entry's step into the tail node, or None (storage/native.py).
 _append_entry = native.append_entry
+_xadd_star_run = native.xadd_star_run
 
 __all__ = [
     "MSG_EXHAUSTED",
@@ -317,9 +318,10 @@ class Stream:
 
     def star_appender(
         self, max_bytes: int, max_entries: int
-    ) -> tuple[Callable[[list[bytes], int], StreamID | None], Callable[[], None]] | None:
+    ) -> tuple[Callable[[list[bytes], int], StreamID | None], Callable[[], None],
+               Callable[..., tuple[int, int, int, int, bytes | None]] | None] | None:
         """For a run of `XADD key * field value ...` (stream_cmds.xadd_pipelined): ``(add,
-        done)``, or None where append() must do each (no C step built, no tail node, a
+        done, run)``, or None where append() must do each (no C step built, no tail node, a
         master count past 7 bits).
 
         ``add(fields, now_ms)`` puts one entry into the tail node, as append() would, and
@@ -329,7 +331,13 @@ class Stream:
         closure's variables, so a run costs no attribute writes: ``done()`` writes them back,
         and must run before anything else reads the stream or append() takes over (and
         before the appender is dropped). The tail's header is left behind, as append()
-        leaves it (_tail_behind)."""
+        leaves it (_tail_behind).
+
+        ``run(commands, j, key, name, now_ns, clock, recent, notable_us, effects, out)`` is
+        the whole command loop of xadd_pipelined in C (storage/_native.c's xadd_star_run, on
+        this appender's node and counters), and None when that was not built: it takes
+        commands from j on while add() would, and returns ``(j, now_ns, start_ns, slow_us,
+        slow_id)``."""
         if _append_entry is None:
             return None
         tail = self._tail
@@ -372,6 +380,31 @@ class Stream:
             last = new
             return new
 
+        def run(commands: list[list[bytes]], j: int, key: bytes, name: bytes, now_ns: int,
+                clock: Callable[[], int], recent: list[int], notable_us: int,
+                effects: list[list[bytes]] | None, out: list[bytes],
+                ) -> tuple[int, int, int, int, bytes | None]:
+            # xadd_star_run with this appender's node and counters: (j, now_ns, start_ns,
+            # slow_us, slow_id), see its doc.
+            nonlocal total, nele, count, length, last
+            marks = tail.marks
+            fixed = (mms, mseq, limit, max_entries,
+                     -1 if marks is None else node_layout(tail)[2], MARK_EVERY)
+            state = [total, nele, count, length, last[0], last[1], now_ns]
+            try:
+                j, start_ns, slow_us, slow_id, new_marks = _xadd_star_run(  # type: ignore[misc]
+                    commands, j, key, name, buf, names, fixed, state, clock, recent,
+                    notable_us, effects, out)
+            except BaseException:
+                tail.marks = None  # (incomplete now: built again when a seek needs them)
+                raise
+            finally:
+                total, nele, count, length, last_ms, last_seq, now_ns = state
+                last = (last_ms, last_seq)
+            if new_marks:
+                tail.marks = marks + new_marks  # type: ignore[operator]
+            return j, now_ns, start_ns, slow_us, slow_id
+
         def done() -> None:
             if total == first_total:
                 return
@@ -383,7 +416,7 @@ class Stream:
             self.last_id = last
             self.top_is_last_id = True
 
-        return add, done
+        return add, done, (run if _xadd_star_run is not None else None)
 
     def append(
         self,

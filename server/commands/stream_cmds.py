@@ -217,11 +217,22 @@ def xadd_pipelined(client: Client, spec: CommandSpec, commands: list[list[bytes]
     now = _now_ns()
     # Entries go into the tail node through the stream's appender (its counters kept in
     # the closure until done()); where it declines (a new node, say), append() takes over,
-    # its counters written back first, and a new appender follows.
+    # its counters written back first, and a new appender follows. The appender's run() is
+    # this loop in C: it takes the commands it can, and the loop's body below takes the one
+    # it stops before (or ends the run there). Not with LFU, which counts each access.
     appender = stream.star_appender(max_bytes, max_entries)
-    add, done = appender if appender is not None else (None, None)
+    add, done, run = appender if appender is not None else (None, None, None)
     try:
         while j < end:
+            if run is not None and not lfu:
+                j, now, start, slow_us, slow_id = run(commands, j, key, name, now, _now_ns,
+                                                      recent, notable_us, effects, out)
+                server.command_time_ns = start
+                if slow_id is not None:
+                    server.note_slow_command(client, spec, commands[j - 1], slow_us, slow_id)
+                    continue
+                if j == end:
+                    break
             argv = commands[j]
             argc = len(argv)
             if (argc < 5 or not argc & 1 or argv[2] != b"*" or argv[1] != key
@@ -246,7 +257,7 @@ def xadd_pipelined(client: Client, spec: CommandSpec, commands: list[list[bytes]
                     break
                 appender = stream.star_appender(max_bytes, max_entries)
                 if appender is not None:
-                    add, done = appender
+                    add, done, run = appender
             ms, seq = new_id
             if ms != _ms_text.ms:
                 _ms_text.ms = ms

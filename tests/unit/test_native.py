@@ -17,7 +17,8 @@ from protocol import native as resp_native
 from protocol.encoder import encode_command, encode_command_python, encode_commands
 from storage import native, stream_resp
 from storage.stream import Stream
-from storage.stream_node import enc_diff, encode_entry
+from storage.stream_node import enc_diff, encode_entry, node_layout
+from storage.stream_seek import build_marks
 
 pytestmark = pytest.mark.skipif(not native.available(),
                                 reason="storage._native was not built (no C compiler)")
@@ -271,12 +272,24 @@ def _node_state(s: Stream) -> tuple:
             [(eid, fields) for eid, fields in s.range((0, 0), (2**64 - 1, 2**64 - 1))])
 
 
+def _marks_are_whole(s: Stream) -> None:
+    """Every node's seek marks (where it has them) are those a walk of it finds."""
+    for _, node in s.rax.items():
+        if node.marks is not None:
+            names, _, first_off = node_layout(node)
+            assert node.marks == build_marks(bytes(node.buf), first_off, len(names))
+
+
+@pytest.mark.parametrize("way", ["add", "run"])
 @pytest.mark.parametrize("seed", range(30))
-def test_star_appender_builds_what_append_builds(seed: int) -> None:
+def test_star_appender_builds_what_append_builds(seed: int, way: str) -> None:
     """A run through Stream.star_appender (append() taking over where it declines, as
     xadd_pipelined does) leaves the stream append() alone leaves: node bytes, counts, IDs,
     across full nodes (by bytes and by entries), master counts past 127 (no entry limit),
-    a sequence that reaches 2**64-1 and clocks that stand still or step back."""
+    a sequence that reaches 2**64-1 and clocks that stand still or step back. Both of its
+    ways: add() an entry at a time, and run() (the C loop over the commands, with the
+    replies, effects and durations xadd_pipelined's Python loop would give), which keeps a
+    tail's seek marks whole."""
     rng = random.Random(seed)
     limits = rng.choice([(4096, 100), (0, 0), (300, 5), (120, 0), (4096, 3), (1 << 20, 0)])
     ms = rng.choice([10, 1_700_000_000_000])
@@ -294,21 +307,89 @@ def test_star_appender_builds_what_append_builds(seed: int) -> None:
         s.append([b"a", b"first"], (ms + 20, 2**64 - 30 if seed % 3 == 0 else 0), True, ms,
                  *limits)
     for run in runs:
-        for fields, now_ms in run:
-            by_append.append(list(fields), None, True, now_ms, *limits)
-        appender = by_run.star_appender(*limits)
-        add, done = appender if appender is not None else (None, None)
-        for fields, now_ms in run:
-            new = None if add is None else add(list(fields), now_ms)
-            if new is None:
-                if done is not None:
-                    done()
-                    add = done = None
-                by_run.append(list(fields), None, True, now_ms, *limits)
-                appender = by_run.star_appender(*limits)
-                if appender is not None:
-                    add, done = appender
-        if done is not None:
-            done()
+        ids = [by_append.append(list(fields), None, True, now_ms, *limits)
+               for fields, now_ms in run]
+        tail = by_run._load_tail()
+        if tail is not None and rng.random() < 0.7:  # (as a seek into the tail leaves it)
+            names, _, first_off = node_layout(tail)
+            tail.marks = build_marks(bytes(tail.buf), first_off, len(names))
+        if way == "add":
+            _add_one_by_one(by_run, run, limits)
+        else:
+            _run_in_c(by_run, run, limits, ids)
         assert _node_state(by_run) == _node_state(by_append)
+        _marks_are_whole(by_run)
     by_run.rax.verify()
+
+
+def _add_one_by_one(s: Stream, run: list[tuple[list[bytes], int]], limits: tuple) -> None:
+    appender = s.star_appender(*limits)
+    add, done = appender[:2] if appender is not None else (None, None)
+    for fields, now_ms in run:
+        new = None if add is None else add(list(fields), now_ms)
+        if new is None:
+            if done is not None:
+                done()
+                add = done = None
+            s.append(list(fields), None, True, now_ms, *limits)
+            appender = s.star_appender(*limits)
+            if appender is not None:
+                add, done = appender[:2]
+    if done is not None:
+        done()
+
+
+def _run_in_c(s: Stream, run: list[tuple[list[bytes], int]], limits: tuple,
+              ids: list[tuple[int, int]]) -> None:
+    """xadd_pipelined's loop: run() where it goes, add() / append() for the command it
+    stops before. Its clock steps 1 us into each command's millisecond (the run's clock
+    reading after a command is the next one's start); every 5th command is notable."""
+    commands = [[b"XADD", b"s", b"*", *fields] for fields, _ in run]
+    starts = [now_ms * 1_000_000 + 1000 * (k % 7) for k, (_, now_ms) in enumerate(run)]
+    readings = iter([*starts[1:], starts[-1] + 5000])
+    recent: list[int] = []
+    effects: list[list[bytes]] = []
+    out: list[bytes] = []
+    slow: list[tuple[int, bytes]] = []
+    appender = s.star_appender(*limits)
+    add, done, run_c = appender if appender is not None else (None, None, None)
+    j = 0
+    now = starts[0]
+    while j < len(commands):
+        if run_c is not None:
+            j, now, start, slow_us, slow_id = run_c(
+                commands, j, b"s", b"XADD", now, readings.__next__, recent,
+                999_999 if j % 5 else 0, effects, out)
+            assert start == starts[j - 1] or start == now
+            if slow_id is not None:
+                slow.append((slow_us, slow_id))
+                continue
+            if j == len(commands):
+                break
+        fields = commands[j][3:]
+        new = None if add is None else add(list(fields), now // 1_000_000)
+        if new is None:
+            if done is not None:
+                done()
+                add = done = None
+            new = s.append(list(fields), None, True, now // 1_000_000, *limits)
+            appender = s.star_appender(*limits)
+            if appender is not None:
+                add, done, run_c = appender
+        id_bytes = b"%d-%d" % new
+        effects.append([b"XADD", b"s", id_bytes, *fields])
+        out.append(b"$%d\r\n%s\r\n" % (len(id_bytes), id_bytes))
+        later = readings.__next__()
+        recent.append((later - now) // 1000)
+        now = later
+        j += 1
+    if done is not None:
+        done()
+    id_texts = [b"%d-%d" % new_id for new_id in ids]
+    assert b"".join(out) == b"".join(b"$%d\r\n%s\r\n" % (len(t), t) for t in id_texts)
+    assert effects == [[b"XADD", b"s", t, *fields] for t, (fields, _) in zip(id_texts, run,
+                                                                              strict=True)]
+    ends = [*starts[1:], starts[-1] + 5000]
+    durations = [(b - a) // 1000 for a, b in zip(starts, ends, strict=True)]
+    assert recent == durations
+    assert all(slow_id in id_texts and slow_us in durations for slow_us, slow_id in slow)

@@ -17,6 +17,7 @@ from server.commands import stream_cmds
 from server.config import Config
 from server.dispatch import COMMANDS, run_commands
 from server.log import Logger
+from storage import stream as stream_module
 from storage.stream import Stream
 
 
@@ -90,10 +91,16 @@ def _state(server: Server) -> tuple:
     return streams, server.dirty
 
 
+@pytest.mark.parametrize("loop", ["c", "python"])
 @pytest.mark.parametrize("propagate", ["hook", "run", "none"])
 @pytest.mark.parametrize("seed", range(40))
-def test_a_pipeline_answers_as_its_commands_one_by_one(seed: int, propagate: str, clocks,
-                                                       monkeypatch) -> None:
+def test_a_pipeline_answers_as_its_commands_one_by_one(seed: int, propagate: str, loop: str,
+                                                       clocks, monkeypatch) -> None:
+    """The run's loop in C (storage/_native.c's xadd_star_run) or in Python (without it)."""
+    if loop == "python":
+        monkeypatch.setattr(stream_module, "_xadd_star_run", None)
+    elif stream_module._xadd_star_run is None:
+        pytest.skip("storage._native was not built (no C compiler)")
     rng = random.Random(seed)
     runs = []
     real = COMMANDS[b"xadd"].pipelined
@@ -206,3 +213,21 @@ def test_no_run_while_a_refusal_grows_with_the_data(limit: str, clocks, monkeypa
     run_commands(client, [list(argv) for argv in pipeline])
     assert seen == [] and len(calls) == 3
     assert server.dbs[0].data[b"s"].length == 4
+
+
+@pytest.mark.parametrize("threshold", ["0", "-1", "1000000"])
+def test_slow_commands_of_a_run_reach_the_slowlog(threshold: str, clocks) -> None:
+    """slowlog-log-slower-than 0 logs every XADD of a run, with its own arguments (the C
+    loop hands each back to the server); -1 (nothing is notable) and a high threshold log
+    none."""
+    clocks()
+    server, client, _ = _server()
+    server.config.set_from_text("slowlog-log-slower-than", threshold)
+    run_commands(client, [[b"XADD", b"s", b"*", b"f", b"first"]])
+    server.slowlog.clear()
+    pipeline = [[b"XADD", b"s", b"*", b"f", b"%d" % i] for i in range(6)]
+    spec = COMMANDS[b"xadd"]
+    assert spec.pipelined(client, spec, pipeline) == 6
+    logged = [entry.argv for entry in reversed(server.slowlog)]
+    assert logged == (pipeline if threshold == "0" else [])
+    assert server.dbs[0].data[b"s"].length == 7
