@@ -577,39 +577,62 @@ static inline long long floor_div(long long n, long long d) {
     return (n % d != 0 && n < 0) ? q - 1 : q;
 }
 
-PyDoc_STRVAR(xadd_star_run_doc,
-"xadd_star_run(commands, j, key, name, buf, names, fixed, state, clock, recent, notable_us,\n"
-"              effects, out) -> (j, start_ns, slow_us, slow_id, marks)\n\n"
-"stream_cmds.xadd_pipelined's loop over a run of `XADD key * field value ...`, from\n"
-"commands[j] on, into the tail node buf of a stream (Stream.star_appender's, whose\n"
-"arguments these are). fixed: (master ms, master seq, the node's byte limit, its entry\n"
-"limit or 0, the first entry's offset or -1 when the node keeps no seek marks,\n"
-"MARK_EVERY); state: [entries, elements, count, length, last ms, last seq, clock ns], read\n"
-"at the start and written back at the end, whatever happens. For each command: its start\n"
-"is state's clock reading; its entry goes in as append_entry puts it, with the next ID; its\n"
-"reply (the ID as a bulk string) joins the others, which go to out as one bytes object; its\n"
-"effect `XADD key id field value ...` is appended to effects unless effects is None; the\n"
-"clock is read again, and the microseconds between go to recent.\n\n"
-"Stops before a command of another shape (key, name, an option, arguments that are not\n"
-"bytes), one that append() must take (the node full, its count at 127, a sequence that\n"
-"would wrap), and after one that took notable_us or more: slow_us is then its duration and\n"
-"slow_id its ID (else -1 and None). start_ns is the start of the last command taken; marks\n"
-"the seek marks of the entries added, for the caller to add to the node's.");
+static int parse_digits(const char *p, Py_ssize_t n, Py_ssize_t *i, char stop, uint64_t *out);
 
-static PyObject *xadd_star_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+/* An ID argument in the form XADD is propagated with, "ms-seq" in canonical decimal (no
+ * sign, no leading zero, at most 19 digits a part): 1 with its parts in *ms and *seq. */
+static int canonical_id(PyObject *arg, uint64_t *ms, uint64_t *seq) {
+    if (!PyBytes_CheckExact(arg))
+        return 0;
+    const char *p = PyBytes_AS_STRING(arg);
+    Py_ssize_t n = PyBytes_GET_SIZE(arg), i = 0;
+    if (!parse_digits(p, n, &i, '-', ms) || i >= n || (p[0] == '0' && i > 1))
+        return 0;
+    Py_ssize_t seq_at = ++i;
+    if (!parse_digits(p, n, &i, 0, seq) || i != n || (p[seq_at] == '0' && n - seq_at > 1))
+        return 0;
+    return 1;
+}
+
+PyDoc_STRVAR(xadd_run_doc,
+"xadd_run(commands, j, key, name, buf, names, fixed, state, clock, recent, notable_us,\n"
+"         effects, out) -> (j, start_ns, slow_us, slow_id, marks)\n\n"
+"The loop over a run of `XADD key * field value ...` (stream_cmds.xadd_pipelined's), or\n"
+"with clock None of `XADD key ms-seq field value ...` (the AOF replay's), from commands[j]\n"
+"on, into the tail node buf of a stream (Stream.tail_appender's, whose arguments these\n"
+"are). fixed: (master ms, master seq, the node's byte limit, its entry limit or 0, the first\n"
+"entry's offset or -1 when the node keeps no seek marks, MARK_EVERY); state: [entries,\n"
+"elements, count, length, last ms, last seq, clock ns], read at the start and written back\n"
+"at the end, whatever happens.\n\n"
+"For each command its entry goes in as append_entry puts it, and its effect `XADD key id\n"
+"field value ...` is appended to effects unless effects is None. With `*`: the start is\n"
+"state's clock reading and the ID the next one at that millisecond; the reply (the ID as a\n"
+"bulk string) joins the others, which go to out as one bytes object; the clock is read\n"
+"again, and the microseconds between go to recent. With a clock of None the ID is the\n"
+"command's own, canonical and above the last one, and recent, notable_us and out are not\n"
+"used.\n\n"
+"Stops before a command of another shape (key, name, an option, an ID of another form,\n"
+"arguments that are not bytes), one that append() must take (the node full, its count at\n"
+"127, a sequence that would wrap, an ID not above the last), and after one that took\n"
+"notable_us or more: slow_us is then its duration and slow_id its ID (else -1 and None).\n"
+"start_ns is the start of the last command taken; marks the seek marks of the entries\n"
+"added, for the caller to add to the node's.");
+
+static PyObject *xadd_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 13) {
-        PyErr_SetString(PyExc_TypeError, "xadd_star_run takes 13 arguments");
+        PyErr_SetString(PyExc_TypeError, "xadd_run takes 13 arguments");
         return NULL;
     }
     PyObject *commands = args[0], *key = args[2], *name = args[3], *buf = args[4],
              *names_arg = args[5], *fixed = args[6], *state = args[7], *clock = args[8],
              *recent = args[9], *effects = args[11], *out = args[12];
+    int replay = clock == Py_None; /* the IDs are the commands' own */
     if (!PyList_CheckExact(commands) || !PyBytes_CheckExact(key) || !PyBytes_CheckExact(name) ||
         !PyByteArray_Check(buf) || !PyTuple_Check(fixed) || PyTuple_GET_SIZE(fixed) != 6 ||
         !PyList_CheckExact(state) || PyList_GET_SIZE(state) != 7 ||
-        !PyList_CheckExact(recent) || !PyList_CheckExact(out) ||
+        (!replay && (!PyList_CheckExact(recent) || !PyList_CheckExact(out))) ||
         (effects != Py_None && !PyList_CheckExact(effects))) {
-        PyErr_SetString(PyExc_TypeError, "xadd_star_run: wrong argument types");
+        PyErr_SetString(PyExc_TypeError, "xadd_run: wrong argument types");
         return NULL;
     }
     Py_ssize_t j = PyLong_AsSsize_t(args[1]);
@@ -633,7 +656,7 @@ static PyObject *xadd_star_run(PyObject *self, PyObject *const *args, Py_ssize_t
     if (PyErr_Occurred())
         return NULL;
     if (mark_every < 1) {
-        PyErr_SetString(PyExc_ValueError, "xadd_star_run: MARK_EVERY must be positive");
+        PyErr_SetString(PyExc_ValueError, "xadd_run: MARK_EVERY must be positive");
         return NULL;
     }
     PyObject *names = PySequence_Fast(names_arg, "names must be a sequence");
@@ -653,10 +676,18 @@ static PyObject *xadd_star_run(PyObject *self, PyObject *const *args, Py_ssize_t
         if (argc < 5 || !(argc & 1))
             break;
         PyObject *const *av = PySequence_Fast_ITEMS(argv);
-        PyObject *star = av[2];
-        if (!PyBytes_CheckExact(star) || PyBytes_GET_SIZE(star) != 1 ||
-            PyBytes_AS_STRING(star)[0] != '*' || !bytes_eq(av[1], key) || !bytes_eq(av[0], name))
+        PyObject *id_arg = av[2];
+        uint64_t ms, seq;
+        if (!bytes_eq(av[1], key) || !bytes_eq(av[0], name))
             break;
+        if (replay) {
+            if (!canonical_id(id_arg, &ms, &seq) ||
+                !(ms > last_ms || (ms == last_ms && seq > last_seq)))
+                break;
+        } else if (!PyBytes_CheckExact(id_arg) || PyBytes_GET_SIZE(id_arg) != 1 ||
+                   PyBytes_AS_STRING(id_arg)[0] != '*') {
+            break;
+        }
         PyObject *const *items = av + 3;
         Py_ssize_t nitems = argc - 3, elelen = 0;
         int all_bytes = 1;
@@ -669,17 +700,17 @@ static PyObject *xadd_star_run(PyObject *self, PyObject *const *args, Py_ssize_t
         }
         if (!all_bytes || (max_entries && total >= max_entries) || count >= 127)
             break;
-        /* The ID: the clock's millisecond, or the next sequence in the last one's. */
-        long long now_ms = floor_div(now, 1000000);
-        uint64_t ms, seq;
-        if (now_ms >= 0 && (uint64_t)now_ms > last_ms) {
-            ms = (uint64_t)now_ms;
-            seq = 0;
-        } else if (last_seq < top) {
-            ms = last_ms;
-            seq = last_seq + 1;
-        } else {
-            break;
+        if (!replay) { /* the clock's millisecond, or the next sequence in the last one's */
+            long long now_ms = floor_div(now, 1000000);
+            if (now_ms >= 0 && (uint64_t)now_ms > last_ms) {
+                ms = (uint64_t)now_ms;
+                seq = 0;
+            } else if (last_seq < top) {
+                ms = last_ms;
+                seq = last_seq + 1;
+            } else {
+                break;
+            }
         }
         Py_ssize_t size = PyByteArray_GET_SIZE(buf);
         if (size < 1 || size + elelen >= limit)
@@ -713,21 +744,26 @@ static PyObject *xadd_star_run(PyObject *self, PyObject *const *args, Py_ssize_t
             j++;
             break;
         }
-        /* The reply, the effect, the duration. */
-        char id[48];
-        size_t idlen = u64_text(ms, id);
-        id[idlen++] = '-';
-        idlen += u64_text(seq, id + idlen);
-        char head[24];
-        head[0] = '$';
-        size_t headlen = 1 + u64_text(idlen, head + 1);
+        /* The reply (with *), the effect, the duration (with *). */
         PyObject *id_obj = NULL;
-        if (buf_put(&replies, head, headlen) < 0 || buf_put(&replies, "\r\n", 2) < 0 ||
-            buf_put(&replies, id, idlen) < 0 || buf_put(&replies, "\r\n", 2) < 0 ||
-            (id_obj = PyBytes_FromStringAndSize(id, (Py_ssize_t)idlen)) == NULL) {
-            failed = 1;
-            j++;
-            break;
+        if (replay) {
+            id_obj = id_arg; /* (canonical: the text the ID is formatted as) */
+            Py_INCREF(id_obj);
+        } else {
+            char id[48];
+            size_t idlen = u64_text(ms, id);
+            id[idlen++] = '-';
+            idlen += u64_text(seq, id + idlen);
+            char head[24];
+            head[0] = '$';
+            size_t headlen = 1 + u64_text(idlen, head + 1);
+            if (buf_put(&replies, head, headlen) < 0 || buf_put(&replies, "\r\n", 2) < 0 ||
+                buf_put(&replies, id, idlen) < 0 || buf_put(&replies, "\r\n", 2) < 0 ||
+                (id_obj = PyBytes_FromStringAndSize(id, (Py_ssize_t)idlen)) == NULL) {
+                failed = 1;
+                j++;
+                break;
+            }
         }
         if (effects != Py_None) {
             PyObject *effect = PyList_New(argc);
@@ -755,6 +791,10 @@ static PyObject *xadd_star_run(PyObject *self, PyObject *const *args, Py_ssize_t
                 j++;
                 break;
             }
+        }
+        if (replay) {
+            Py_DECREF(id_obj);
+            continue;
         }
         long long later;
         PyObject *us_obj = NULL;
@@ -877,8 +917,8 @@ other:
 
 static PyMethodDef methods[] = {
     {"append_entry", (PyCFunction)(void (*)(void))append_entry, METH_FASTCALL, append_entry_doc},
-    {"xadd_star_run", (PyCFunction)(void (*)(void))xadd_star_run, METH_FASTCALL,
-     xadd_star_run_doc},
+    {"xadd_run", (PyCFunction)(void (*)(void))xadd_run, METH_FASTCALL,
+     xadd_run_doc},
     {"id_keys", id_keys, METH_O, id_keys_doc},
     {"encode_node", encode_node, METH_VARARGS, encode_node_doc},
     {NULL, NULL, 0, NULL},

@@ -73,7 +73,7 @@ from storage.stream_trim import trim_stream
 
 # The C build of an entry's step into the tail node, or None (storage/native.py).
 _append_entry = native.append_entry
-_xadd_star_run = native.xadd_star_run
+_xadd_run = native.xadd_run
 
 __all__ = [
     "MSG_EXHAUSTED",
@@ -316,7 +316,7 @@ class Stream:
                 return self._add_to_tail(tail, body, 5, total, new)
         return self.append([field, value], None, True, now_ms, max_bytes, max_entries)
 
-    def star_appender(
+    def tail_appender(
         self, max_bytes: int, max_entries: int
     ) -> tuple[Callable[[list[bytes], int], StreamID | None], Callable[[], None],
                Callable[..., tuple[int, int, int, int, bytes | None]] | None] | None:
@@ -334,10 +334,11 @@ class Stream:
         leaves it (_tail_behind).
 
         ``run(commands, j, key, name, now_ns, clock, recent, notable_us, effects, out)`` is
-        the whole command loop of xadd_pipelined in C (storage/_native.c's xadd_star_run, on
+        the whole command loop of xadd_pipelined in C (storage/_native.c's xadd_run, on
         this appender's node and counters), and None when that was not built: it takes
         commands from j on while add() would, and returns ``(j, now_ns, start_ns, slow_us,
-        slow_id)``."""
+        slow_id)``. With clock None it takes `XADD key ms-seq ...` instead, each with its own
+        ID (the AOF replay's run: replay_fast.replay_xadd_run)."""
         if _append_entry is None:
             return None
         tail = self._tail
@@ -381,10 +382,10 @@ class Stream:
             return new
 
         def run(commands: list[list[bytes]], j: int, key: bytes, name: bytes, now_ns: int,
-                clock: Callable[[], int], recent: list[int], notable_us: int,
-                effects: list[list[bytes]] | None, out: list[bytes],
+                clock: Callable[[], int] | None, recent: list[int] | None, notable_us: int,
+                effects: list[list[bytes]] | None, out: list[bytes] | None,
                 ) -> tuple[int, int, int, int, bytes | None]:
-            # xadd_star_run with this appender's node and counters: (j, now_ns, start_ns,
+            # xadd_run with this appender's node and counters: (j, now_ns, start_ns,
             # slow_us, slow_id), see its doc.
             nonlocal total, nele, count, length, last
             marks = tail.marks
@@ -392,7 +393,7 @@ class Stream:
                      -1 if marks is None else node_layout(tail)[2], MARK_EVERY)
             state = [total, nele, count, length, last[0], last[1], now_ns]
             try:
-                j, start_ns, slow_us, slow_id, new_marks = _xadd_star_run(  # type: ignore[misc]
+                j, start_ns, slow_us, slow_id, new_marks = _xadd_run(  # type: ignore[misc]
                     commands, j, key, name, buf, names, fixed, state, clock, recent,
                     notable_us, effects, out)
             except BaseException:
@@ -416,7 +417,7 @@ class Stream:
             self.last_id = last
             self.top_is_last_id = True
 
-        return add, done, (run if _xadd_star_run is not None else None)
+        return add, done, (run if _xadd_run is not None else None)
 
     def append(
         self,

@@ -220,7 +220,7 @@ def xadd_pipelined(client: Client, spec: CommandSpec, commands: list[list[bytes]
     # its counters written back first, and a new appender follows. The appender's run() is
     # this loop in C: it takes the commands it can, and the loop's body below takes the one
     # it stops before (or ends the run there). Not with LFU, which counts each access.
-    appender = stream.star_appender(max_bytes, max_entries)
+    appender = stream.tail_appender(max_bytes, max_entries)
     add, done, run = appender if appender is not None else (None, None, None)
     try:
         while j < end:
@@ -255,7 +255,7 @@ def xadd_pipelined(client: Client, spec: CommandSpec, commands: list[list[bytes]
                                                max_bytes, max_entries)
                 except Exception:  # (StreamError before any change: xadd gives the error)
                     break
-                appender = stream.star_appender(max_bytes, max_entries)
+                appender = stream.tail_appender(max_bytes, max_entries)
                 if appender is not None:
                     add, done, run = appender
             ms, seq = new_id

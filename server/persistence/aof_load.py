@@ -33,7 +33,7 @@ from server.persistence.aof_parse import (
     iter_commands,
     offsets,
 )
-from server.persistence.replay_fast import replay_xadd
+from server.persistence.replay_fast import replay_xadd, replay_xadd_run
 
 # (the strict reader and its errors, also where they were first defined)
 __all__ = ["AofFormatError", "AofLoadError", "AofTruncated", "iter_commands", "replay_bytes",
@@ -86,7 +86,11 @@ def replay_bytes(server: Server, data: bytes | mmap.mmap, name: str, is_last: bo
                 for hook in server.loading_hooks:
                     hook()
             starts: list[int] | None = None  # each command's offset, worked out when needed
-            for i, argv in enumerate(cmds):
+            i = -1
+            ncmds = len(cmds)
+            while i + 1 < ncmds:
+                i += 1
+                argv = cmds[i]
                 spec = specs.get(argv[0])
                 if spec is None or not spec.arity_ok(len(argv)):
                     try:
@@ -99,9 +103,15 @@ def replay_bytes(server: Server, data: bytes | mmap.mmap, name: str, is_last: bo
                             f"{exc.message}") from None
                     if not spec.subcommands and spec.parent is None:
                         specs[argv[0]] = spec
-                if spec is xadd and replay_xadd(client, argv):
-                    result.commands += 1
-                    continue
+                if spec is xadd:
+                    taken = replay_xadd_run(client, cmds, i)
+                    if taken:
+                        result.commands += taken
+                        i += taken - 1
+                        continue
+                    if replay_xadd(client, argv):
+                        result.commands += 1
+                        continue
                 if spec.name == "multi":
                     starts = starts or offsets(start, cmds)
                     before_multi = starts[i]

@@ -282,8 +282,8 @@ def _marks_are_whole(s: Stream) -> None:
 
 @pytest.mark.parametrize("way", ["add", "run"])
 @pytest.mark.parametrize("seed", range(30))
-def test_star_appender_builds_what_append_builds(seed: int, way: str) -> None:
-    """A run through Stream.star_appender (append() taking over where it declines, as
+def test_tail_appender_builds_what_append_builds(seed: int, way: str) -> None:
+    """A run through Stream.tail_appender (append() taking over where it declines, as
     xadd_pipelined does) leaves the stream append() alone leaves: node bytes, counts, IDs,
     across full nodes (by bytes and by entries), master counts past 127 (no entry limit),
     a sequence that reaches 2**64-1 and clocks that stand still or step back. Both of its
@@ -323,7 +323,7 @@ def test_star_appender_builds_what_append_builds(seed: int, way: str) -> None:
 
 
 def _add_one_by_one(s: Stream, run: list[tuple[list[bytes], int]], limits: tuple) -> None:
-    appender = s.star_appender(*limits)
+    appender = s.tail_appender(*limits)
     add, done = appender[:2] if appender is not None else (None, None)
     for fields, now_ms in run:
         new = None if add is None else add(list(fields), now_ms)
@@ -332,7 +332,7 @@ def _add_one_by_one(s: Stream, run: list[tuple[list[bytes], int]], limits: tuple
                 done()
                 add = done = None
             s.append(list(fields), None, True, now_ms, *limits)
-            appender = s.star_appender(*limits)
+            appender = s.tail_appender(*limits)
             if appender is not None:
                 add, done = appender[:2]
     if done is not None:
@@ -351,7 +351,7 @@ def _run_in_c(s: Stream, run: list[tuple[list[bytes], int]], limits: tuple,
     effects: list[list[bytes]] = []
     out: list[bytes] = []
     slow: list[tuple[int, bytes]] = []
-    appender = s.star_appender(*limits)
+    appender = s.tail_appender(*limits)
     add, done, run_c = appender if appender is not None else (None, None, None)
     j = 0
     now = starts[0]
@@ -373,7 +373,7 @@ def _run_in_c(s: Stream, run: list[tuple[list[bytes], int]], limits: tuple,
                 done()
                 add = done = None
             new = s.append(list(fields), None, True, now // 1_000_000, *limits)
-            appender = s.star_appender(*limits)
+            appender = s.tail_appender(*limits)
             if appender is not None:
                 add, done, run_c = appender
         id_bytes = b"%d-%d" % new

@@ -96,10 +96,10 @@ def _state(server: Server) -> tuple:
 @pytest.mark.parametrize("seed", range(40))
 def test_a_pipeline_answers_as_its_commands_one_by_one(seed: int, propagate: str, loop: str,
                                                        clocks, monkeypatch) -> None:
-    """The run's loop in C (storage/_native.c's xadd_star_run) or in Python (without it)."""
+    """The run's loop in C (storage/_native.c's xadd_run) or in Python (without it)."""
     if loop == "python":
-        monkeypatch.setattr(stream_module, "_xadd_star_run", None)
-    elif stream_module._xadd_star_run is None:
+        monkeypatch.setattr(stream_module, "_xadd_run", None)
+    elif stream_module._xadd_run is None:
         pytest.skip("storage._native was not built (no C compiler)")
     rng = random.Random(seed)
     runs = []
